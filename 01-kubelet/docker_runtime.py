@@ -1,0 +1,332 @@
+"""The kubelet's container runtime: a thin layer over the Docker SDK.
+
+Everything the kubelet knows about its containers comes from here, from
+Docker itself: every container it made carries labels (pod uid, namespace,
+name, container name, node name, spec hash, restart count), and a listing
+filtered on this node's label is the kubelet's whole view of "actual".
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import docker
+import docker.errors
+from docker.types import Mount
+
+import pod_config as cfg
+from common.quantity import parse_quantity
+
+NEVER = "0001-01-01T00:00:00Z"  # Docker's zero time: not started / not finished
+
+
+class ImagePullError(Exception):
+    """The image could not be pulled (ErrImagePull) or may not be (ErrImageNeverPull)."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass
+class ContainerInfo:
+    """One Docker container as the kubelet sees it."""
+    id: str
+    name: str             # the Kubernetes container name; "POD" for the pause container
+    pod_uid: str
+    pod_namespace: str
+    pod_name: str
+    hash: str
+    restart_count: int
+    sandbox_id: str
+    grace_period: int
+    state: str            # created, running, exited, dead...
+    exit_code: int
+    oom_killed: bool
+    error: str            # Docker's State.Error, e.g. a failed exec of the command
+    started_at: float | None
+    finished_at: float | None
+    created: float
+    image: str
+    image_id: str
+    ip: str               # the pod IP, for a pause container
+
+    @property
+    def running(self) -> bool:
+        return self.state in ("running", "restarting", "paused")
+
+    @property
+    def never_started(self) -> bool:
+        """Created but never started: the kubelet died between the two calls."""
+        return self.state == "created" and not self.error
+
+
+def _timestamp(text: str | None) -> float | None:
+    if not text or text.startswith("0001-"):
+        return None
+    # Docker prints nanoseconds; Python parses at most microseconds.
+    head, _, frac = text.rstrip("Z").partition(".")
+    micro = (frac + "000000")[:6]
+    moment = datetime.strptime(f"{head}.{micro}", "%Y-%m-%dT%H:%M:%S.%f")
+    return moment.replace(tzinfo=timezone.utc).timestamp()
+
+
+def _info(attrs: dict) -> ContainerInfo:
+    labels = attrs["Config"].get("Labels") or {}
+    state = attrs["State"]
+    return ContainerInfo(
+        id=attrs["Id"],
+        name=labels.get(cfg.LABEL_CONTAINER_NAME, ""),
+        pod_uid=labels.get(cfg.LABEL_POD_UID, ""),
+        pod_namespace=labels.get(cfg.LABEL_POD_NAMESPACE, ""),
+        pod_name=labels.get(cfg.LABEL_POD_NAME, ""),
+        hash=labels.get(cfg.LABEL_CONTAINER_HASH, ""),
+        restart_count=int(labels.get(cfg.LABEL_RESTART_COUNT, "0") or 0),
+        sandbox_id=labels.get(cfg.LABEL_SANDBOX_ID, ""),
+        grace_period=int(labels.get(cfg.LABEL_GRACE_PERIOD, "30") or 30),
+        state=state.get("Status", "unknown"),
+        exit_code=state.get("ExitCode", 0),
+        oom_killed=bool(state.get("OOMKilled")),
+        error=state.get("Error", ""),
+        started_at=_timestamp(state.get("StartedAt")),
+        finished_at=_timestamp(state.get("FinishedAt")),
+        created=_timestamp(attrs.get("Created")) or 0.0,
+        image=attrs["Config"].get("Image", ""),
+        image_id=attrs.get("Image", ""),
+        ip=(attrs.get("NetworkSettings") or {}).get("IPAddress", ""),
+    )
+
+
+class DockerRuntime:
+    def __init__(self, node_name: str, client: docker.DockerClient | None = None):
+        self.node_name = node_name
+        self.client = client or docker.from_env(timeout=300)
+        self.api = self.client.api
+        # Inspecting every container on every sync would cost a Docker call
+        # each; a container's details change only when its state does.
+        self._inspected: dict[tuple[str, str], ContainerInfo] = {}
+        self._lock = threading.Lock()
+
+    # --- the view of "actual" ---------------------------------------------
+
+    def list_containers(self, all_nodes: bool = False) -> list[ContainerInfo]:
+        """Every container this node's kubelet made, running or not."""
+        label = cfg.LABEL_NODE_NAME if all_nodes else f"{cfg.LABEL_NODE_NAME}={self.node_name}"
+        summaries = self.api.containers(all=True, filters={"label": label})
+        infos, seen = [], set()
+        for summary in summaries:
+            key = (summary["Id"], summary["State"])
+            seen.add(key)
+            with self._lock:
+                info = self._inspected.get(key)
+            if info is None:
+                try:
+                    info = _info(self.api.inspect_container(summary["Id"]))
+                except docker.errors.NotFound:
+                    continue  # removed since the listing
+                with self._lock:
+                    self._inspected[key] = info
+            infos.append(info)
+        with self._lock:
+            for key in [k for k in self._inspected if k not in seen]:
+                del self._inspected[key]
+        return infos
+
+    def inspect(self, container_id: str) -> ContainerInfo:
+        return _info(self.api.inspect_container(container_id))
+
+    # --- images ---------------------------------------------------------------
+
+    def ensure_image(self, image: str, policy: str) -> None:
+        """Pull according to imagePullPolicy: Always, IfNotPresent or Never."""
+        present = self._image_present(image)
+        if policy == "Never" and not present:
+            raise ImagePullError("ErrImageNeverPull",
+                                 f'Container image "{image}" is not present with pull policy of Never')
+        if policy == "Always" or not present:
+            repository, tag = _split_image(image)
+            try:
+                self.api.pull(repository, tag=tag)
+            except docker.errors.APIError as error:
+                if policy == "Always" and present:
+                    return  # no registry right now; the local copy will do
+                raise ImagePullError("ErrImagePull", f'failed to pull image "{image}": {_explain(error)}')
+
+    def _image_present(self, image: str) -> bool:
+        try:
+            self.api.inspect_image(image)
+            return True
+        except docker.errors.ImageNotFound:
+            return False
+
+    # --- volumes --------------------------------------------------------------
+
+    def mounts(self, pod: dict, container: dict) -> list[Mount]:
+        """Docker mounts for a container's volumeMounts. emptyDir volumes are
+        Docker named volumes (one per pod and volume, labelled like the
+        containers), so Docker creates and removes them with the right owner;
+        medium: Memory makes that volume a tmpfs."""
+        volumes = {v["name"]: v for v in pod["spec"].get("volumes") or []}
+        result = []
+        for mount in container.get("volumeMounts") or []:
+            volume = volumes[mount["name"]]
+            read_only = bool(mount.get("readOnly", False))
+            if "emptyDir" in volume:
+                source = self._empty_dir(pod, volume)
+                result.append(Mount(mount["mountPath"], source, type="volume", read_only=read_only))
+            elif "hostPath" in volume:
+                path = _prepare_host_path(volume["hostPath"], volume["name"])
+                result.append(Mount(mount["mountPath"], path, type="bind", read_only=read_only))
+            else:
+                kind = next((k for k in volume if k != "name"), "?")
+                raise cfg.ConfigError(f'volume "{volume["name"]}": type {kind} is not supported by this kubelet')
+        return result
+
+    def _empty_dir(self, pod: dict, volume: dict) -> str:
+        uid = pod["metadata"]["uid"]
+        name = f"{cfg.EMPTY_DIR_PREFIX}_{uid}_{volume['name']}"
+        spec = volume.get("emptyDir") or {}
+        options = {}
+        if spec.get("medium") == "Memory":
+            size = f",size={parse_quantity(spec['sizeLimit']).value()}" if spec.get("sizeLimit") else ""
+            options = {"type": "tmpfs", "device": "tmpfs", "o": "mode=1777" + size}
+        try:
+            self.api.inspect_volume(name)
+        except docker.errors.NotFound:
+            self.api.create_volume(name, driver="local", driver_opts=options, labels={
+                cfg.LABEL_POD_UID: uid, cfg.LABEL_NODE_NAME: self.node_name,
+                cfg.LABEL_POD_NAME: pod["metadata"]["name"],
+                cfg.LABEL_POD_NAMESPACE: pod["metadata"]["namespace"]})
+        return name
+
+    def list_volume_pods(self, all_nodes: bool = False) -> dict[str, str]:
+        """emptyDir volume name -> pod uid, for this node's volumes."""
+        label = cfg.LABEL_NODE_NAME if all_nodes else f"{cfg.LABEL_NODE_NAME}={self.node_name}"
+        volumes = self.api.volumes(filters={"label": label}).get("Volumes") or []
+        return {v["Name"]: (v.get("Labels") or {}).get(cfg.LABEL_POD_UID, "") for v in volumes}
+
+    def remove_volume(self, name: str) -> None:
+        try:
+            self.api.remove_volume(name, force=True)
+        except docker.errors.NotFound:
+            pass
+
+    # --- containers -----------------------------------------------------------
+
+    def run_sandbox(self, pod: dict, image: str, attempt: int) -> str:
+        """Create and start the pause container that holds the pod's network
+        namespace (and IPC namespace); returns its id."""
+        # [START pause-container]
+        spec = pod["spec"]
+        labels = cfg.pod_labels(pod, self.node_name, cfg.SANDBOX_NAME)
+        labels[cfg.LABEL_CONTAINER_HASH] = cfg.sandbox_hash(pod)
+        labels[cfg.LABEL_RESTART_COUNT] = str(attempt)
+        host_network = bool(spec.get("hostNetwork"))
+        bindings = cfg.host_port_bindings(pod)
+        host_config = self.api.create_host_config(
+            network_mode="host" if host_network else "bridge",
+            port_bindings=None if host_network else bindings,
+            ipc_mode="shareable",  # the app containers join it, as they join its network
+        )
+        container = self.api.create_container(
+            image, name=cfg.docker_name(pod, cfg.SANDBOX_NAME, attempt),
+            hostname=None if host_network else spec.get("hostname", pod["metadata"]["name"]),
+            labels=labels, ports=None if host_network else list(bindings), host_config=host_config)
+        self.api.start(container["Id"])
+        # [END pause-container]
+        return container["Id"]
+
+    def run_container(self, pod: dict, container: dict, sandbox_id: str, restart_count: int,
+                      env: dict[str, str], mounts: list[Mount]) -> str:
+        """Create and start one app container inside the pod's sandbox."""
+        # [START app-container]
+        entrypoint, cmd = cfg.command_line(container, env)
+        labels = cfg.pod_labels(pod, self.node_name, container["name"])
+        labels.update({cfg.LABEL_CONTAINER_HASH: cfg.container_hash(pod, container),
+                       cfg.LABEL_RESTART_COUNT: str(restart_count),
+                       cfg.LABEL_SANDBOX_ID: sandbox_id})
+        host_config = self.api.create_host_config(
+            network_mode=f"container:{sandbox_id}",  # share the pod's IP and localhost
+            ipc_mode=f"container:{sandbox_id}",
+            mounts=mounts,
+            **cfg.docker_resources(container))
+        created = self.api.create_container(
+            container["image"], name=cfg.docker_name(pod, container["name"], restart_count),
+            entrypoint=entrypoint, command=cmd, working_dir=container.get("workingDir"),
+            environment=env, labels=labels, host_config=host_config,
+            tty=bool(container.get("tty")), stdin_open=bool(container.get("stdin")))
+        # [END app-container]
+        try:
+            self.api.start(created["Id"])
+        except docker.errors.APIError:
+            # The container exists with State.Error set (e.g. its command is
+            # not in the image); the kubelet reports it as terminated and
+            # restarts it with back-off like any other failure.
+            pass
+        return created["Id"]
+
+    def stop(self, container_id: str, grace_period: int) -> None:
+        """SIGTERM, then SIGKILL after the grace period (Docker's stop)."""
+        try:
+            self.api.stop(container_id, timeout=max(0, int(grace_period)))
+        except docker.errors.NotFound:
+            pass
+
+    def remove(self, container_id: str) -> None:
+        try:
+            self.api.remove_container(container_id, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as error:
+            if "already in progress" not in str(error):
+                raise
+
+    def logs(self, container_id: str, tail: int | None, follow: bool, timestamps: bool):
+        return self.api.logs(container_id, stream=follow, follow=follow, timestamps=timestamps,
+                             tail="all" if tail is None else tail)
+
+    def exec(self, container_id: str, command: list[str]) -> tuple[int, bytes]:
+        run = self.api.exec_create(container_id, command, stdout=True, stderr=True)
+        output = self.api.exec_start(run["Id"])
+        return self.api.exec_inspect(run["Id"]).get("ExitCode") or 0, output
+
+    def version(self) -> str:
+        return self.api.version().get("Version", "unknown")
+
+
+def _split_image(image: str) -> tuple[str, str | None]:
+    """"busybox:1.35" -> ("busybox", "1.35"); a registry port is not a tag."""
+    if "@" in image:
+        return image, None
+    name, _, tag = image.rpartition(":")
+    if name and "/" not in tag:
+        return name, tag
+    return image, "latest"
+
+
+def _explain(error: docker.errors.APIError) -> str:
+    return getattr(error, "explanation", None) or str(error)
+
+
+def _prepare_host_path(spec: dict, volume_name: str) -> str:
+    """Check (or create) a hostPath as its `type` asks, like the kubelet."""
+    path, kind = spec["path"], spec.get("type", "")
+    if kind == "DirectoryOrCreate":
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif kind == "FileOrCreate" and not os.path.exists(path):
+        os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+        open(path, "a").close()
+    checks = {"Directory": os.path.isdir, "File": os.path.isfile,
+              "Socket": lambda p: os.path.exists(p) and _is_kind(p, "S_ISSOCK"),
+              "CharDevice": lambda p: os.path.exists(p) and _is_kind(p, "S_ISCHR"),
+              "BlockDevice": lambda p: os.path.exists(p) and _is_kind(p, "S_ISBLK")}
+    if kind in checks and not checks[kind](path):
+        raise cfg.ConfigError(f'hostPath volume "{volume_name}": {path} is not a {kind}')
+    return path
+
+
+def _is_kind(path: str, test: str) -> bool:
+    import stat
+    return getattr(stat, test)(os.stat(path).st_mode)

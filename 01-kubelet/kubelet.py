@@ -1,0 +1,391 @@
+"""The kubelet: a node agent that makes Docker run the pods it is given.
+
+    python 01-kubelet/kubelet.py --node-name node1 --manifests 01-kubelet/manifests
+
+Every second (and whenever something changes) it compares the pods it
+should run, read from its sources, with the containers Docker has, and
+closes the gap. It keeps no state of its own that matters: kill it at any
+moment, start it again, and it picks up where it was from Docker's labels.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+
+import docker.errors
+
+import pod_config as cfg
+from common.backoff import Backoff
+from common.log import EventLogger, get_logger
+from docker_runtime import ContainerInfo, DockerRuntime, ImagePullError
+from manifest_source import FileSource
+from pod_actions import PodActions, compute_pod_actions
+from pod_status import Waiting, pod_status
+from probes import ProbeManager
+
+
+class Kubelet:
+    def __init__(self, node_name: str, runtime: DockerRuntime, sources: list, log: EventLogger, *,
+                 pause_image: str = "registry.k8s.io/pause:3.9", host_ip: str = "127.0.0.1",
+                 sync_frequency: float = 1.0, backoff_initial: float = 10.0, backoff_max: float = 300.0,
+                 parallel_pod_workers: int = 4):
+        self.node_name = node_name
+        self.runtime = runtime
+        self.sources = sources
+        self.log = log
+        self.pause_image = pause_image
+        self.host_ip = host_ip
+        self.sync_frequency = sync_frequency
+        self.crash_backoff = Backoff(backoff_initial, backoff_max, clock=time.time)
+        self.start_backoff = Backoff(backoff_initial, backoff_max, clock=time.time)
+        self.probes = ProbeManager(runtime, log, on_change=self.wake)
+        # What the kubelet remembers between syncs. None of it is needed to
+        # converge after a restart; it makes status richer (waiting reasons,
+        # when a pod was first seen) and back-off possible.
+        self.pods: dict[str, dict] = {}                       # uid -> desired pod
+        self.statuses: dict[str, dict] = {}                   # uid -> last computed status
+        self.waiting: dict[str, dict[str, Waiting]] = defaultdict(dict)  # uid -> container -> why
+        self.first_seen: dict[str, float] = {}
+        self.pod_ips: dict[str, str] = {}
+        self.containers: dict[str, list[ContainerInfo]] = {}  # uid -> its Docker containers
+        self._running_logged: set[str] = set()
+        # One worker per pod at a time, several pods in parallel, so a slow
+        # image pull or a long graceful stop never holds up the other pods.
+        self._workers = ThreadPoolExecutor(max_workers=parallel_pod_workers, thread_name_prefix="pod-worker")
+        self._busy: set[str] = set()
+        self._done_at: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._syncs = 0
+
+    # --- the loop -------------------------------------------------------------
+
+    # [START sync-loop]
+    def run(self) -> None:
+        """Sync until stopped; a failed sync is logged and retried."""
+        self.log.info("kubelet started", obj=self.node_name, docker=self.runtime.version())
+        while not self._stop.is_set():
+            try:
+                self.sync_once()
+            except (docker.errors.DockerException, OSError) as error:
+                self.log.error("sync failed, retrying", error=str(error))
+            self._wake.wait(self.sync_frequency)
+            self._wake.clear()
+
+    def sync_once(self) -> None:
+        desired = {}
+        for source in self.sources:
+            desired.update(source.pods())
+        listed_at = time.monotonic()
+        actual = defaultdict(list)
+        for container in self.runtime.list_containers():
+            actual[container.pod_uid].append(container)
+        with self._lock:
+            self.pods, self.containers = desired, dict(actual)
+        for uid, pod in desired.items():
+            self.first_seen.setdefault(uid, time.time())
+            if self._fresh(uid, listed_at):
+                self.sync_pod(pod, actual.get(uid, []))
+        for uid in set(actual) - set(desired):
+            if self._fresh(uid, listed_at):
+                self._submit(uid, self.kill_pod, uid, actual[uid])
+        self._forget_gone_pods(desired, actual)
+        self._syncs += 1
+        if self._syncs % 30 == 1 and not self._busy:
+            # emptyDir volumes whose pod is gone (a kubelet killed between
+            # removing a pod's containers and its volumes leaves these).
+            self.remove_volumes(lambda owner: owner not in desired and owner not in actual)
+        self.probes.sync([(cfg.pod_key(self.pods[c.pod_uid]), spec, c.id, self.pod_ips.get(c.pod_uid, ""))
+                          for uid, pod in desired.items() for spec in pod["spec"]["containers"]
+                          for c in actual.get(uid, []) if c.name == spec["name"] and c.running])
+
+    def sync_pod(self, pod: dict, containers: list[ContainerInfo]) -> None:
+        """Compare, decide, hand the actions to a worker, report status."""
+        uid = pod["metadata"]["uid"]
+        actions = compute_pod_actions(pod, containers, self.waiting[uid], self.probes.failed_liveness,
+                                      self.crash_backoff, self.start_backoff)
+        self.waiting[uid].update(actions.waiting)
+        if actions:
+            self._submit(uid, self.apply_actions, pod, containers, actions)
+        self._update_status(pod, containers)
+    # [END sync-loop]
+
+    def _fresh(self, uid: str, listed_at: float) -> bool:
+        """May this pod be synced from a listing taken at listed_at? Not while
+        its worker is busy, nor from a listing older than the worker's last
+        change (it would not show what the worker just did)."""
+        with self._lock:
+            return uid not in self._busy and self._done_at.get(uid, 0) < listed_at
+
+    def _submit(self, uid: str, work, *args) -> None:
+        with self._lock:
+            self._busy.add(uid)
+
+        def run():
+            try:
+                work(*args)
+            except Exception as error:  # a worker must never die silently
+                self.log.error("pod sync failed", obj=uid, error=f"{type(error).__name__}: {error}")
+            finally:
+                with self._lock:
+                    self._busy.discard(uid)
+                    self._done_at[uid] = time.monotonic()
+                self.wake()
+        self._workers.submit(run)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    # --- carrying out a pod's actions (in a worker thread) --------------------
+
+    def apply_actions(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
+        key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
+        self._stop_all([c for c, _ in actions.kill], key, reasons=dict((c.id, why) for c, why in actions.kill))
+        for container in actions.remove:
+            self.runtime.remove(container.id)
+        if actions.stop_sandbox:
+            sandbox = next(c for c in containers if c.name == cfg.SANDBOX_NAME and c.running)
+            self.runtime.stop(sandbox.id, cfg.grace_period(pod))
+            self.log.info("pod finished, sandbox stopped", obj=key)
+        sandbox_id = next((c.id for c in containers if c.name == cfg.SANDBOX_NAME and c.running
+                           and c not in actions.remove), None)
+        if actions.create_sandbox:
+            self.runtime.ensure_image(self.pause_image, "IfNotPresent")
+            sandbox_id = self.runtime.run_sandbox(pod, self.pause_image, actions.sandbox_attempt)
+            self.log.info("sandbox started", obj=key, container=sandbox_id[:12])
+        if sandbox_id and not self.pod_ips.get(uid):
+            self.pod_ips[uid] = self.runtime.inspect(sandbox_id).ip or self.host_ip
+        for start in actions.start:
+            self.start_container(pod, start.container, sandbox_id, start.restart_count, start.after_crash)
+
+    def start_container(self, pod: dict, container: dict, sandbox_id: str, restart_count: int,
+                        after_crash: bool) -> None:
+        key, uid, name = cfg.pod_key(pod), pod["metadata"]["uid"], container["name"]
+        try:
+            self.runtime.ensure_image(container["image"], container.get("imagePullPolicy", "IfNotPresent"))
+            env = cfg.container_env(pod, container, self.pod_ips.get(uid, ""), self.host_ip)
+            mounts = self.runtime.mounts(pod, container)
+            if after_crash:
+                self.crash_backoff.next((uid, name))
+            container_id = self.runtime.run_container(pod, container, sandbox_id, restart_count, env, mounts)
+        except ImagePullError as error:
+            return self._start_failed(key, uid, name, error.reason, str(error))
+        except cfg.ConfigError as error:
+            return self._start_failed(key, uid, name, "CreateContainerConfigError", str(error))
+        except docker.errors.APIError as error:
+            return self._start_failed(key, uid, name, "CreateContainerError", getattr(error, "explanation", None) or str(error))
+        self.waiting[uid].pop(name, None)
+        self.start_backoff.forget((uid, name))
+        self.log.info("container started", obj=key, container=name, id=container_id[:12],
+                      restartCount=restart_count or None)
+
+    def _start_failed(self, key: str, uid: str, name: str, reason: str, message: str) -> None:
+        delay = self.start_backoff.next((uid, name))
+        self.waiting[uid][name] = Waiting(reason, message, time.time())
+        self.log.warning("container not started", obj=key, container=name, reason=reason,
+                         error=message, retry_in=f"{delay:g}s")
+
+    def kill_pod(self, uid: str, containers: list[ContainerInfo]) -> None:
+        """The pod is no longer wanted: stop its containers gracefully (app
+        containers first, the pause container last), then remove them all."""
+        first = containers[0]
+        key = f"{first.pod_namespace}/{first.pod_name}"
+        apps = [c for c in containers if c.name != cfg.SANDBOX_NAME and c.running]
+        self._stop_all(apps, key, reasons={c.id: "the pod was deleted" for c in apps})
+        for container in containers:
+            if container.running:   # the pause container, last
+                self.runtime.stop(container.id, container.grace_period)
+            self.runtime.remove(container.id)
+        self.remove_volumes(lambda owner: owner == uid)
+        self.log.info("pod removed", obj=key)
+
+    def remove_volumes(self, unwanted) -> None:
+        for volume, owner in self.runtime.list_volume_pods().items():
+            if unwanted(owner):
+                self.runtime.remove_volume(volume)
+                self.log.info("volume removed", obj=volume)
+
+    def _stop_all(self, containers: list[ContainerInfo], key: str, reasons: dict[str, str]) -> None:
+        """Stop containers in parallel, so a pod takes one grace period to stop."""
+        threads = []
+        for container in containers:
+            self.log.info("stopping container", obj=key, container=container.name,
+                          reason=reasons.get(container.id), grace=f"{container.grace_period}s")
+            thread = threading.Thread(target=self.runtime.stop, args=(container.id, container.grace_period))
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join()
+
+    # --- status ---------------------------------------------------------------
+
+    def _update_status(self, pod: dict, containers: list[ContainerInfo]) -> None:
+        uid = pod["metadata"]["uid"]
+        sandbox = next((c for c in containers if c.name == cfg.SANDBOX_NAME and c.running), None)
+        if sandbox and sandbox.ip:
+            self.pod_ips[uid] = sandbox.ip
+        elif sandbox and pod["spec"].get("hostNetwork"):
+            self.pod_ips[uid] = self.host_ip
+        status = pod_status(pod, containers, self.waiting[uid], self.probes.ready, self.pod_ips.get(uid, ""),
+                            self.host_ip, self.first_seen[uid], previous=self.statuses.get(uid))
+        self._log_transitions(pod, self.statuses.get(uid), status, containers)
+        self.statuses[uid] = status
+
+    def _log_transitions(self, pod: dict, before: dict | None, after: dict, containers: list[ContainerInfo]) -> None:
+        key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
+        old = {s["name"]: s for s in (before or {}).get("containerStatuses", [])}
+        for status in after["containerStatuses"]:
+            state, was = status["state"], old.get(status["name"], {}).get("state", {})
+            if "terminated" in state and "terminated" not in was:
+                t = state["terminated"]
+                self.log.info("container died", obj=key, container=status["name"],
+                              exitCode=t["exitCode"], reason=t["reason"])
+            if "waiting" in state and state["waiting"].get("reason") != was.get("waiting", {}).get("reason"):
+                waiting = state["waiting"]
+                if waiting["reason"] != "ContainerCreating":
+                    self.log.warning("container waiting", obj=key, container=status["name"],
+                                     reason=waiting["reason"], message=waiting.get("message"))
+        if before and before["phase"] != after["phase"]:
+            self.log.info("pod phase changed", obj=key, phase=after["phase"])
+        all_running = all("running" in s["state"] for s in after["containerStatuses"])
+        if all_running and uid not in self._running_logged:
+            self._running_logged.add(uid)
+            started = max(c.started_at or 0 for c in containers if c.name != cfg.SANDBOX_NAME)
+            self.log.info("pod running", obj=key, startup=f"{max(0.0, started - self.first_seen[uid]):.3f}s")
+
+    def _forget_gone_pods(self, desired: dict, actual: dict) -> None:
+        live = set(desired) | set(actual)
+        for table in (self.statuses, self.waiting, self.first_seen, self.pod_ips):
+            for uid in [u for u in table if u not in live]:
+                del table[uid]
+        self._running_logged &= set(desired)
+        keys = [(uid, c["name"]) for uid, pod in desired.items() for c in pod["spec"]["containers"]]
+        self.crash_backoff.forget_all_but(keys)
+        self.start_backoff.forget_all_but(keys)
+
+    def pod_list(self) -> dict:
+        """A PodList of every pod with its latest status (for GET /pods)."""
+        with self._lock:
+            pods = list(self.pods.values())
+        items = [{**pod, "status": self.statuses.get(pod["metadata"]["uid"], {"phase": "Pending"})} for pod in pods]
+        items.sort(key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
+        return {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}
+
+    def find_pod(self, namespace: str, name: str) -> tuple[dict | None, list[ContainerInfo]]:
+        with self._lock:
+            for uid, pod in self.pods.items():
+                if pod["metadata"]["namespace"] == namespace and pod["metadata"]["name"] == name:
+                    return pod, self.containers.get(uid, [])
+        return None, []
+
+    def shutdown(self, wait: float = 5.0) -> None:
+        """Stop syncing; leave every pod running, as the real kubelet does."""
+        self.probes.stop()
+        self._workers.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + wait
+        while self._busy and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def cleanup(runtime: DockerRuntime, all_nodes: bool, log: EventLogger) -> int:
+    """--cleanup: remove every container and emptyDir volume this node (or
+    every node, with --all-nodes) made. The kubelet's own exit never does."""
+    containers = runtime.list_containers(all_nodes=all_nodes)
+    for container in containers:
+        runtime.remove(container.id)
+    volumes = runtime.list_volume_pods(all_nodes=all_nodes)
+    for volume in volumes:
+        runtime.remove_volume(volume)
+    log.info("cleaned up", obj="all nodes" if all_nodes else runtime.node_name,
+             containers=len(containers), volumes=len(volumes))
+    return 0
+
+
+def default_node_ip() -> str:
+    """The first non-loopback address of this host's name, else 127.0.0.1."""
+    try:
+        for *_, address in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
+            if not address[0].startswith("127."):
+                return address[0]
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+def seconds(text: str) -> float:
+    """'10s', '1.5s', '5m', '300ms' or a bare number of seconds."""
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    for unit in ("ms", "s", "m", "h"):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * units[unit]
+    return float(text)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="kubelet.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--node-name", default=socket.gethostname(), help="this node's name (default: hostname)")
+    parser.add_argument("--manifests", "--pod-manifest-path", dest="manifests",
+                        help="directory of pod manifests to run (static pods)")
+    parser.add_argument("--pod-infra-container-image", default="registry.k8s.io/pause:3.9",
+                        help="the pause image holding each pod's network namespace")
+    parser.add_argument("--node-ip", default=None, help="this node's IP, reported as hostIP")
+    parser.add_argument("--address", default="0.0.0.0", help="address of the read-only HTTP port")
+    parser.add_argument("--read-only-port", type=int, default=10255, help="read-only HTTP port (0 = off)")
+    parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
+    parser.add_argument("--backoff-initial", type=seconds, default=10.0,
+                        help="first crash/pull back-off delay (Kubernetes: 10s)")
+    parser.add_argument("--backoff-max", type=seconds, default=300.0, help="back-off ceiling (Kubernetes: 5m)")
+    parser.add_argument("--parallel-pod-workers", type=int, default=4, help="pods synced at once")
+    parser.add_argument("--cleanup", action="store_true",
+                        help="remove every container and volume this node made, then exit")
+    parser.add_argument("--all-nodes", action="store_true", help="with --cleanup: every node's, not just this one's")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    log = get_logger("kubelet", "DEBUG" if args.verbose else None)
+    try:
+        runtime = DockerRuntime(args.node_name)
+        runtime.version()
+    except docker.errors.DockerException as error:
+        log.error("cannot reach Docker", error=str(error))
+        return 1
+    if args.cleanup:
+        return cleanup(runtime, args.all_nodes, log)
+    if not args.manifests:
+        log.error("nothing to run: give --manifests DIR")
+        return 2
+    if not os.path.isdir(args.manifests):
+        log.warning("manifest directory does not exist yet; waiting for it", obj=args.manifests)
+    kubelet = Kubelet(args.node_name, runtime, [FileSource(args.manifests, args.node_name, log)], log,
+                      pause_image=args.pod_infra_container_image, host_ip=args.node_ip or default_node_ip(),
+                      sync_frequency=args.sync_frequency, backoff_initial=args.backoff_initial,
+                      backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers)
+    if args.read_only_port:
+        from readonly_server import serve
+        serve(kubelet, args.address, args.read_only_port, log)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: kubelet.stop())
+    kubelet.run()
+    kubelet.shutdown()
+    log.info("kubelet stopped; its pods keep running", obj=args.node_name,
+             hint="make clean-node removes them")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""Desired pods from a directory of manifests: the kubelet's "static pods".
+
+Every sync the directory is scanned; a file is read again only when its
+size, mtime or inode changed. A file that does not parse, or holds an
+invalid Pod, is reported once per change (file, line, field path, reason)
+and skipped: the other pods are not affected.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+
+from common.defaults import apply_pod_defaults
+from common.log import EventLogger
+from common.manifests import ManifestError, load_manifests
+from common.validation import validate_pod
+
+SUFFIXES = (".yaml", ".yml", ".json")
+# Static pods get a stable uid derived from node, namespace and name, so an
+# edited manifest updates the same pod (the changed containers are replaced).
+UID_NAMESPACE = uuid.UUID("6ba7b811-9dad-11d1-80b4-00c04fd430c8")
+
+
+@dataclass
+class _File:
+    signature: tuple
+    pods: list[dict] = field(default_factory=list)
+    lines: dict[str, int] = field(default_factory=dict)   # pod key -> line
+
+
+class FileSource:
+    """Pods from --manifests DIR (the real kubelet's --pod-manifest-path)."""
+
+    def __init__(self, directory: str, node_name: str, log: EventLogger):
+        self.directory = directory
+        self.node_name = node_name
+        self.log = log
+        self._files: dict[str, _File] = {}
+        self._reported_duplicates: set[str] = set()
+
+    def pods(self) -> dict[str, dict]:
+        """uid -> pod, for every valid pod in the directory."""
+        present = self._scan()
+        for path in [p for p in self._files if p not in present]:
+            del self._files[path]
+            self.log.info("manifest removed", obj=os.path.basename(path))
+        for path, signature in present.items():
+            known = self._files.get(path)
+            if known is None or known.signature != signature:
+                self._files[path] = self._read(path, signature)
+        return self._merge()
+
+    def _scan(self) -> dict[str, tuple]:
+        try:
+            entries = list(os.scandir(self.directory))
+        except FileNotFoundError:
+            return {}
+        present = {}
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.name.endswith(SUFFIXES):
+                continue
+            try:
+                stat = entry.stat()
+            except FileNotFoundError:
+                continue  # removed while scanning
+            if entry.is_file():
+                present[entry.path] = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        return present
+
+    def _read(self, path: str, signature: tuple) -> _File:
+        result = _File(signature)
+        try:
+            manifests = load_manifests(path)
+        except ManifestError as error:
+            self.log.error("manifest skipped", obj=os.path.basename(path), error=str(error))
+            return result
+        for manifest in manifests:
+            obj = manifest.obj
+            where = f"{manifest.filename}:{manifest.line}"
+            if obj.get("kind") != "Pod" or obj.get("apiVersion") != "v1":
+                self.log.error("manifest skipped", obj=where, error=f"kind {obj.get('kind')!r} "
+                               f"(apiVersion {obj.get('apiVersion')!r}) is not a v1 Pod; a kubelet runs only Pods")
+                continue
+            pod = apply_pod_defaults(obj)
+            errors = validate_pod(pod)
+            if not errors and (pod.get("spec") or {}).get("initContainers"):
+                self.log.error("manifest skipped", obj=where,
+                               error="spec.initContainers: this kubelet does not run init containers yet")
+                continue
+            if errors:
+                for error in errors:
+                    self.log.error("manifest skipped", obj=f"{manifest.filename}:{manifest.line_of(error.path)}",
+                                   error=str(error))
+                continue
+            self._complete(pod)
+            key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+            result.pods.append(pod)
+            result.lines[key] = manifest.line
+            self.log.info("manifest read", obj=key, file=where)
+        return result
+
+    def _complete(self, pod: dict) -> None:
+        """What the kubelet adds to a static pod: a uid, its node, its source."""
+        meta = pod["metadata"]
+        if not meta.get("uid"):
+            meta["uid"] = str(uuid.uuid5(UID_NAMESPACE, f"{self.node_name}/{meta['namespace']}/{meta['name']}"))
+        pod["spec"]["nodeName"] = self.node_name
+        meta.setdefault("annotations", {})["kubernetes.io/config.source"] = "file"
+
+    def _merge(self) -> dict[str, dict]:
+        """One pod per namespace/name: the first file (in name order) wins."""
+        pods: dict[str, dict] = {}
+        owners: dict[str, str] = {}
+        duplicates = set()
+        for path in sorted(self._files):
+            for pod in self._files[path].pods:
+                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                if key in owners:
+                    line = self._files[path].lines.get(key, 1)
+                    duplicates.add(f"{path}:{line}: pod {key} is already defined in {owners[key]}")
+                    continue
+                owners[key] = path
+                pods[pod["metadata"]["uid"]] = pod
+        for message in sorted(duplicates - self._reported_duplicates):
+            self.log.error("manifest skipped", error=message)
+        self._reported_duplicates = duplicates
+        return pods

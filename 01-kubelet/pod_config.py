@@ -1,0 +1,179 @@
+"""From a pod spec to the settings of its Docker containers.
+
+Pure functions, no Docker calls: what environment a container sees, what
+its command line is, which volumes it mounts, what limits it gets, and the
+hash that tells the kubelet whether a running container still matches its
+spec. The Docker runtime (docker_runtime.py) turns these into API calls.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from common.quantity import parse_quantity
+
+# Labels the kubelet puts on every container it creates. They are how it
+# finds its containers again after a restart: the kubelet keeps no state of
+# its own, Docker's labels are the record (the names are dockershim's).
+LABEL_POD_UID = "io.kubernetes.pod.uid"
+LABEL_POD_NAME = "io.kubernetes.pod.name"
+LABEL_POD_NAMESPACE = "io.kubernetes.pod.namespace"
+LABEL_CONTAINER_NAME = "io.kubernetes.container.name"
+LABEL_CONTAINER_HASH = "io.kubernetes.container.hash"
+LABEL_RESTART_COUNT = "io.kubernetes.container.restartCount"
+LABEL_SANDBOX_ID = "io.kubernetes.sandbox.id"
+LABEL_GRACE_PERIOD = "io.kubernetes.pod.terminationGracePeriod"
+LABEL_NODE_NAME = "io.groundup.node-name"  # ours: several kubelets share one Docker
+SANDBOX_NAME = "POD"  # the container name Kubernetes gives the pause container
+
+EMPTY_DIR_PREFIX = "k8s-emptydir"
+
+
+def pod_key(pod: dict) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace', 'default')}/{meta['name']}"
+
+
+def docker_name(pod: dict, container_name: str, attempt: int) -> str:
+    """dockershim's naming scheme, so `docker ps` reads like a node's."""
+    meta = pod["metadata"]
+    return f"k8s_{container_name}_{meta['name']}_{meta['namespace']}_{meta['uid']}_{attempt}"
+
+
+def pod_labels(pod: dict, node_name: str, container_name: str) -> dict[str, str]:
+    meta = pod["metadata"]
+    return {
+        LABEL_POD_UID: meta["uid"],
+        LABEL_POD_NAME: meta["name"],
+        LABEL_POD_NAMESPACE: meta["namespace"],
+        LABEL_CONTAINER_NAME: container_name,
+        LABEL_NODE_NAME: node_name,
+        LABEL_GRACE_PERIOD: str(grace_period(pod)),
+    }
+
+
+def grace_period(pod: dict) -> int:
+    return int(pod["spec"].get("terminationGracePeriodSeconds", 30))
+
+
+# --- hashes: has the spec changed under a running container? -------------
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def container_hash(pod: dict, container: dict) -> str:
+    """Changes when anything that shapes this container changes: its own
+    spec, or the source of a volume it mounts."""
+    volumes = {v.get("name"): v for v in pod["spec"].get("volumes") or []}
+    mounted = [volumes.get(m.get("name")) for m in container.get("volumeMounts") or []]
+    return _digest({"container": container, "volumes": mounted})
+
+
+def sandbox_hash(pod: dict) -> str:
+    """The pause container owns the pod's network: its host ports, whether it
+    uses the host's network, its hostname. A change here recreates the pod."""
+    ports = [p for c in pod["spec"]["containers"] for p in c.get("ports") or [] if p.get("hostPort")]
+    spec = pod["spec"]
+    return _digest({"ports": ports, "hostNetwork": spec.get("hostNetwork", False),
+                    "hostname": spec.get("hostname"), "dnsPolicy": spec.get("dnsPolicy")})
+
+
+# --- environment ------------------------------------------------------------
+
+# [START env-expansion]
+_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
+
+
+def expand(text: str, env: dict[str, str]) -> str:
+    """Kubernetes' $(VAR) expansion: $(NAME) becomes the variable's value if
+    NAME is defined, else stays as written; $$ is an escaped $."""
+    def replace(match: re.Match) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name = match.group(1)
+        return env[name] if name in env else match.group(0)
+    return _REFERENCE.sub(replace, text)
+
+
+def container_env(pod: dict, container: dict, pod_ip: str, host_ip: str) -> dict[str, str]:
+    """The container's variables, in order; each may refer to the ones
+    defined before it (as in Kubernetes, later ones are not yet known)."""
+    env: dict[str, str] = {}
+    for var in container.get("env") or []:
+        if "valueFrom" in var:
+            env[var["name"]] = field_value(pod, var["valueFrom"], pod_ip, host_ip)
+        else:
+            env[var["name"]] = expand(str(var.get("value", "")), env)
+    return env
+# [END env-expansion]
+
+
+class ConfigError(Exception):
+    """The pod asks for something this kubelet cannot provide
+    (the container waits with reason CreateContainerConfigError)."""
+
+
+def field_value(pod: dict, source: dict, pod_ip: str, host_ip: str) -> str:
+    """The downward API: a variable whose value is a field of the pod."""
+    if "fieldRef" not in source:
+        kind = next(iter(source), "?")
+        raise ConfigError(f"valueFrom.{kind} needs the API server (chapter 02); this kubelet supports fieldRef")
+    path = source["fieldRef"].get("fieldPath", "")
+    meta = pod["metadata"]
+    simple = {
+        "metadata.name": meta["name"], "metadata.namespace": meta["namespace"],
+        "metadata.uid": meta["uid"], "spec.nodeName": pod["spec"].get("nodeName", ""),
+        "spec.serviceAccountName": pod["spec"].get("serviceAccountName", ""),
+        "status.podIP": pod_ip, "status.podIPs": pod_ip, "status.hostIP": host_ip,
+    }
+    if path in simple:
+        return simple[path]
+    match = re.fullmatch(r"metadata\.(labels|annotations)\['([^']*)'\]", path)
+    if match:
+        return (meta.get(match.group(1)) or {}).get(match.group(2), "")
+    raise ConfigError(f"unsupported fieldRef.fieldPath {path!r}")
+
+
+def command_line(container: dict, env: dict[str, str]) -> tuple[list[str] | None, list[str] | None]:
+    """(entrypoint, cmd) for Docker. Kubernetes' command replaces the image's
+    ENTRYPOINT and args its CMD; a command without args drops the image's CMD
+    too (Docker does the same when it is given an entrypoint)."""
+    command = container.get("command")
+    args = container.get("args")
+    entrypoint = [expand(str(a), env) for a in command] if command else None
+    cmd = [expand(str(a), env) for a in args] if args else None
+    return entrypoint, cmd
+
+
+# --- resources ---------------------------------------------------------------
+
+def docker_resources(container: dict) -> dict:
+    """limits.memory -> a hard memory limit with no swap on top (as the
+    kubelet sets it); limits.cpu -> a CPU quota; requests.cpu -> CPU shares,
+    the relative weight under contention (1 CPU = 1024 shares)."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    settings: dict = {}
+    if "memory" in limits:
+        settings["mem_limit"] = settings["memswap_limit"] = parse_quantity(limits["memory"]).value()
+    if "cpu" in limits:
+        settings["nano_cpus"] = parse_quantity(limits["cpu"]).milli_value() * 1_000_000
+    cpu_request = requests.get("cpu", limits.get("cpu"))
+    if cpu_request is not None:
+        settings["cpu_shares"] = max(2, parse_quantity(cpu_request).milli_value() * 1024 // 1000)
+    return settings
+
+
+def host_port_bindings(pod: dict) -> dict[str, tuple[str, int]]:
+    """Host ports are published on the pause container, which owns the
+    pod's network namespace: {"80/tcp": ("0.0.0.0", 8080)}."""
+    bindings = {}
+    for container in pod["spec"]["containers"]:
+        for port in container.get("ports") or []:
+            if port.get("hostPort"):
+                key = f"{port['containerPort']}/{port.get('protocol', 'TCP').lower()}"
+                bindings[key] = (port.get("hostIP") or "0.0.0.0", port["hostPort"])
+    return bindings

@@ -1,0 +1,178 @@
+"""Pod status as Kubernetes reports it, computed from what Docker shows.
+
+A pure function of its inputs: the pod's spec, its Docker containers, what
+the kubelet remembers about containers it could not start (waiting
+reasons), and the readiness probes' results. The phase rule is the
+kubelet's own (getPhase in kubelet_pods.go), simplified where noted.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from common.quantity import parse_quantity
+from docker_runtime import ContainerInfo
+
+
+@dataclass
+class Waiting:
+    """Why a container is not running, when Docker alone cannot tell:
+    ErrImagePull, ImagePullBackOff, CrashLoopBackOff, CreateContainerConfigError..."""
+    reason: str
+    message: str
+    since: float
+
+
+def rfc3339(moment: float | None) -> str | None:
+    if moment is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+
+
+def latest_two(containers: list[ContainerInfo], name: str) -> tuple[ContainerInfo | None, ContainerInfo | None]:
+    """The current container of that name and the one before it."""
+    mine = sorted((c for c in containers if c.name == name),
+                  key=lambda c: (c.restart_count, c.created), reverse=True)
+    return (mine[0] if mine else None), (mine[1] if len(mine) > 1 else None)
+
+
+def terminated(container: ContainerInfo) -> dict:
+    if container.error:
+        reason = "StartError"
+    elif container.oom_killed:
+        reason = "OOMKilled"
+    else:
+        reason = "Completed" if container.exit_code == 0 else "Error"
+    state = {"exitCode": container.exit_code if not container.error else 128, "reason": reason,
+             "startedAt": rfc3339(container.started_at), "finishedAt": rfc3339(container.finished_at),
+             "containerID": f"docker://{container.id}"}
+    if container.error:
+        state["message"] = container.error
+    return {"terminated": state}
+
+
+def container_status(spec: dict, containers: list[ContainerInfo], waiting: Waiting | None,
+                     ready: dict[str, bool]) -> dict:
+    """One entry of status.containerStatuses."""
+    current, previous = latest_two(containers, spec["name"])
+    status = {"name": spec["name"], "image": spec["image"], "imageID": "",
+              "restartCount": current.restart_count if current else 0,
+              "ready": False, "started": False, "state": {}, "lastState": {}}
+    if current is not None:
+        status["containerID"] = f"docker://{current.id}"
+        status["imageID"] = f"docker://{current.image_id}"
+    if current is not None and current.running:
+        status["state"] = {"running": {"startedAt": rfc3339(current.started_at)}}
+        status["started"] = True
+        # Without a readiness probe a running container is ready.
+        status["ready"] = ready.get(current.id, "readinessProbe" not in spec)
+        if previous is not None and not previous.never_started:
+            status["lastState"] = terminated(previous)
+    elif waiting is not None or current is None or current.never_started:
+        reason = waiting.reason if waiting else "ContainerCreating"
+        status["state"] = {"waiting": {"reason": reason, **({"message": waiting.message} if waiting else {})}}
+        if current is not None and not current.never_started:
+            status["lastState"] = terminated(current)
+    else:
+        status["state"] = terminated(current)
+        if previous is not None and not previous.never_started:
+            status["lastState"] = terminated(previous)
+    return status
+
+
+# [START pod-phase]
+def pod_phase(spec: dict, statuses: list[dict]) -> str:
+    """Pending until every container has started once; then Running while
+    any runs or will be restarted; Succeeded or Failed once all have
+    stopped for good under the pod's restartPolicy."""
+    running = waiting = stopped = succeeded = 0
+    for status in statuses:
+        state = status["state"]
+        if "running" in state:
+            running += 1
+        elif "terminated" in state:
+            stopped += 1
+            succeeded += state["terminated"]["exitCode"] == 0
+        elif "terminated" in status["lastState"]:   # waiting to restart
+            stopped += 1
+            succeeded += status["lastState"]["terminated"]["exitCode"] == 0
+        else:                                       # waiting, never ran
+            waiting += 1
+    policy = spec.get("restartPolicy", "Always")
+    if waiting:
+        return "Pending"
+    if running:
+        return "Running"
+    if policy == "Always":
+        return "Running"    # stopped containers are about to restart
+    if stopped == succeeded:
+        return "Succeeded"
+    return "Failed" if policy == "Never" else "Running"
+# [END pod-phase]
+
+
+def qos_class(spec: dict) -> str:
+    """Guaranteed: every container limits cpu and memory with requests equal
+    to limits. BestEffort: nobody asks for anything. Else Burstable."""
+    requests_seen = limits_seen = False
+    guaranteed = True
+    for container in spec["containers"]:
+        resources = container.get("resources") or {}
+        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+        requests_seen |= bool(requests)
+        limits_seen |= bool(limits)
+        for name in ("cpu", "memory"):
+            if name not in limits:
+                guaranteed = False
+            elif name in requests and parse_quantity(requests[name]) != parse_quantity(limits[name]):
+                guaranteed = False
+    if not requests_seen and not limits_seen:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def conditions(phase: str, statuses: list[dict], previous: list[dict], now: float) -> list[dict]:
+    """PodScheduled, Initialized, ContainersReady, Ready; a condition's
+    lastTransitionTime moves only when its status flips."""
+    unready = [s["name"] for s in statuses if not s["ready"]]
+    if phase in ("Succeeded", "Failed"):
+        ready = ("False", "PodCompleted", None)
+    elif unready:
+        ready = ("False", "ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]")
+    else:
+        ready = ("True", None, None)
+    wanted = [("PodScheduled", ("True", None, None)), ("Initialized", ("True", None, None)),
+              ("ContainersReady", ready), ("Ready", ready)]
+    before = {c["type"]: c for c in previous}
+    result = []
+    for kind, (status, reason, message) in wanted:
+        old = before.get(kind)
+        since = old["lastTransitionTime"] if old and old["status"] == status else rfc3339(now)
+        condition = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": since}
+        if reason:
+            condition["reason"] = reason
+        if message:
+            condition["message"] = message
+        result.append(condition)
+    return result
+
+
+def pod_status(pod: dict, containers: list[ContainerInfo], waiting: dict[str, Waiting],
+               ready: dict[str, bool], pod_ip: str, host_ip: str, start_time: float,
+               previous: dict | None = None, now: float | None = None) -> dict:
+    now = time.time() if now is None else now
+    spec = pod["spec"]
+    statuses = [container_status(c, containers, waiting.get(c["name"]), ready) for c in spec["containers"]]
+    phase = pod_phase(spec, statuses)
+    status = {
+        "phase": phase,
+        "conditions": conditions(phase, statuses, (previous or {}).get("conditions", []), now),
+        "hostIP": host_ip,
+        "startTime": rfc3339(start_time),
+        "containerStatuses": statuses,
+        "qosClass": qos_class(spec),
+    }
+    if pod_ip:
+        status["podIP"] = pod_ip
+        status["podIPs"] = [{"ip": pod_ip}]
+    return status

@@ -1,0 +1,155 @@
+"""Liveness and readiness probes.
+
+One worker thread per probe of a running container, as the kubelet runs one
+goroutine per probe. A worker waits initialDelaySeconds, then probes every
+periodSeconds; after failureThreshold failures in a row a liveness probe
+asks the kubelet to restart the container, and a readiness probe marks it
+not ready (successThreshold successes make it ready again).
+"""
+from __future__ import annotations
+
+import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+import requests
+import urllib3
+
+from common.log import EventLogger
+
+urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # HTTPS probes skip verification, as Kubernetes'
+
+# exec probes run `docker exec`, which has no timeout of its own.
+_exec_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="exec-probe")
+
+
+def resolve_port(port, container: dict) -> int:
+    """A probe's port is a number or the name of one of the container's ports."""
+    if isinstance(port, int):
+        return port
+    for declared in container.get("ports") or []:
+        if declared.get("name") == port:
+            return declared["containerPort"]
+    if str(port).isdigit():
+        return int(port)
+    raise ValueError(f"port {port!r} is not a number nor a named port of the container")
+
+
+# [START run-probe]
+def run_probe(probe: dict, container: dict, container_id: str, pod_ip: str, runtime) -> tuple[bool, str]:
+    """Run a probe once: (success, what happened)."""
+    timeout = probe.get("timeoutSeconds", 1)
+    try:
+        if "exec" in probe:
+            command = probe["exec"].get("command") or []
+            future = _exec_pool.submit(runtime.exec, container_id, command)
+            code, output = future.result(timeout=timeout)
+            return code == 0, f"exit code {code}: {output.decode(errors='replace').strip()[:200]}"
+        if "httpGet" in probe:
+            get = probe["httpGet"]
+            host = get.get("host") or pod_ip or "127.0.0.1"
+            url = f"{get.get('scheme', 'HTTP').lower()}://{host}:{resolve_port(get['port'], container)}{get.get('path', '/')}"
+            headers = {h["name"]: h["value"] for h in get.get("httpHeaders") or []}
+            response = requests.get(url, headers=headers, timeout=timeout, verify=False)
+            return 200 <= response.status_code < 400, f"HTTP probe {url}: status code {response.status_code}"
+        if "tcpSocket" in probe:
+            port = resolve_port(probe["tcpSocket"]["port"], container)
+            host = probe["tcpSocket"].get("host") or pod_ip or "127.0.0.1"
+            with socket.create_connection((host, port), timeout=timeout):
+                return True, f"TCP probe {host}:{port}: connected"
+        return False, "probe has no handler this kubelet supports (exec, httpGet, tcpSocket)"
+    except FutureTimeout:
+        return False, f"command timed out after {timeout}s"
+    except (OSError, requests.RequestException, ValueError) as error:
+        return False, f"{type(error).__name__}: {error}"
+# [END run-probe]
+
+
+class ProbeWorker(threading.Thread):
+    def __init__(self, manager: "ProbeManager", kind: str, probe: dict, pod_key: str,
+                 container: dict, container_id: str, pod_ip: str):
+        super().__init__(daemon=True, name=f"probe-{kind}-{pod_key}-{container['name']}")
+        self.manager, self.kind, self.probe = manager, kind, probe
+        self.pod_key, self.container, self.container_id, self.pod_ip = pod_key, container, container_id, pod_ip
+        self.stopped = threading.Event()
+
+    def run(self):
+        probe = self.probe
+        period = probe.get("periodSeconds", 10)
+        failure_threshold = probe.get("failureThreshold", 3)
+        success_threshold = probe.get("successThreshold", 1)
+        successes = failures = 0
+        if self.stopped.wait(probe.get("initialDelaySeconds", 0)):
+            return
+        while not self.stopped.is_set():
+            ok, message = run_probe(probe, self.container, self.container_id, self.pod_ip, self.manager.runtime)
+            if self.stopped.is_set():
+                return
+            successes, failures = (successes + 1, 0) if ok else (0, failures + 1)
+            if not ok:
+                self.manager.log.warning(f"{self.kind.capitalize()} probe failed", obj=self.pod_key,
+                                         container=self.container["name"], failures=failures, detail=message)
+            if self.kind == "readiness":
+                if ok and successes >= success_threshold:
+                    self.manager.set_ready(self.container_id, True)
+                elif not ok and failures >= failure_threshold:
+                    self.manager.set_ready(self.container_id, False)
+            elif failures >= failure_threshold:
+                self.manager.liveness_failed(self.container_id, self.pod_key, self.container["name"], message)
+                return  # the container is restarted; its successor gets a new worker
+            self.stopped.wait(period)
+
+
+class ProbeManager:
+    """Starts and stops probe workers as containers come and go, and keeps
+    their results for the sync loop and the pod status."""
+
+    def __init__(self, runtime, log: EventLogger, on_change):
+        self.runtime = runtime
+        self.log = log
+        self._on_change = on_change          # wakes the sync loop
+        self._workers: dict[tuple[str, str], ProbeWorker] = {}
+        self._lock = threading.Lock()
+        self.ready: dict[str, bool] = {}         # container id -> readiness
+        self.failed_liveness: dict[str, str] = {}  # container id -> why
+
+    def sync(self, running: list[tuple[str, dict, str, str]]) -> None:
+        """running: (pod key, container spec, container id, pod ip) of every
+        running app container. Start missing workers, stop stale ones."""
+        wanted = set()
+        for pod_key, container, container_id, pod_ip in running:
+            for kind in ("liveness", "readiness"):
+                probe = container.get(f"{kind}Probe")
+                if not probe:
+                    continue
+                key = (container_id, kind)
+                wanted.add(key)
+                with self._lock:
+                    if key not in self._workers:
+                        worker = ProbeWorker(self, kind, probe, pod_key, container, container_id, pod_ip)
+                        self._workers[key] = worker
+                        worker.start()
+        with self._lock:
+            for key in [k for k in self._workers if k not in wanted]:
+                self._workers.pop(key).stopped.set()
+            live_ids = {container_id for container_id, _ in wanted}
+            for table in (self.ready, self.failed_liveness):
+                for container_id in [c for c in table if c not in live_ids]:
+                    del table[container_id]
+
+    def set_ready(self, container_id: str, ready: bool) -> None:
+        if self.ready.get(container_id) != ready:
+            self.ready[container_id] = ready
+            self._on_change()
+
+    def liveness_failed(self, container_id: str, pod_key: str, name: str, message: str) -> None:
+        self.log.warning("Liveness probe failed, container will be restarted", obj=pod_key, container=name)
+        self.failed_liveness[container_id] = message
+        self._on_change()
+
+    def stop(self) -> None:
+        with self._lock:
+            for worker in self._workers.values():
+                worker.stopped.set()
+            self._workers.clear()

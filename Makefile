@@ -1,0 +1,64 @@
+# Kubernetes from the ground up, in Python.
+# `make help` lists the targets. Everything Python runs from ./.venv, which
+# `make venv` creates (or reuses) from requirements.txt.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTEST := $(PY) -m pytest
+
+.DEFAULT_GOAL := help
+.PHONY: help venv images demo test test-common test-01 bench-01 clean-node snippet clean
+
+help: ## list the targets
+	@echo "Quickstart:"
+	@echo "  make demo    set up, build the offline images, run the main demo"
+	@echo "  make test    set up, build the offline images, run every test"
+	@echo
+	@echo "All targets:"
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+venv: $(STAMP) ## create or reuse ./.venv with the pinned dependencies
+
+$(STAMP): requirements.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "error: Python 3.11 or newer is needed (found: $$($(PYTHON) --version 2>&1))"; exit 1; }
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || \
+	  { echo "error: Python's venv module is missing. On Debian/Ubuntu: sudo apt-get install python3-venv"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@# Put this checkout on the venv's path (a .pth file) so that `common`
+	@# imports inside the venv only, never from a system site-packages.
+	@echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/groundup.pth"
+	@touch $@
+
+images: venv ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
+	@sh 01-kubelet/images/build.sh
+
+demo: venv images ## chapter 01: a kubelet runs the example pods, shows them, stops and cleans up
+	$(PY) 01-kubelet/demo.py
+
+test: venv images ## run every test (Docker tests skip without Docker unless GROUNDUP_REQUIRE_DOCKER=1)
+	@# pytest exits 5 when it collected no test: a failure, never a pass.
+	$(PYTEST) tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
+
+test-common: venv ## the shared object model: manifests, validation, quantities, selectors
+	$(PYTEST) tests/common
+
+test-01: venv images ## chapter 01: the kubelet, against real Docker
+	$(PYTEST) tests/kubelet
+
+bench-01: venv images ## chapter 01 benchmark: 30 two-container pods vs bare Docker
+	$(PY) 01-kubelet/bench.py
+
+clean-node: venv ## remove every container and volume a kubelet made (NODE=name for one node only)
+	$(PY) 01-kubelet/kubelet.py --cleanup $(if $(NODE),--node-name $(NODE),--all-nodes)
+
+snippet: venv ## print a snippet region for a blog post: make snippet NAME=sync-loop
+	@$(PY) -m common.snippets $(NAME)
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,47 @@
+"""Shared fixtures.
+
+Tests that need Docker use the `docker_client` fixture. Without a Docker
+engine they skip with one line saying why, unless GROUNDUP_REQUIRE_DOCKER=1
+(set by .ci/run), where a missing engine is a failure: CI must never pass by
+skipping the tests that matter.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# Chapter folders start with a digit, so they are not packages; their
+# modules import each other by plain name, as when run as scripts.
+for chapter in ("01-kubelet",):
+    sys.path.insert(0, str(ROOT / chapter))
+
+
+def docker_required() -> bool:
+    return os.environ.get("GROUNDUP_REQUIRE_DOCKER") == "1"
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    import docker
+
+    try:
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as error:  # any reason: no socket, no permission, no daemon
+        reason = f"no Docker engine answers ({type(error).__name__}: {str(error)[:120]})"
+        if docker_required():
+            pytest.fail(f"GROUNDUP_REQUIRE_DOCKER=1 but {reason}")
+        pytest.skip(reason)
+    for image in ("busybox:1.35", "registry.k8s.io/pause:3.9"):
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            message = f"image {image} is missing: run `make images`"
+            if docker_required():
+                pytest.fail(message)
+            pytest.skip(message)
+    return client
