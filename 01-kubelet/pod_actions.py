@@ -119,7 +119,7 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
         actions.kill += [(c, "the pod's sandbox changed") for c in still_running]
         if sandbox:
             actions.remove.append(sandbox)
-    elif sandbox_ok and not actions.start and not actions.waiting and not still_running:
+    elif sandbox_ok and not (actions.start or actions.waiting or actions.kill or still_running):
         actions.stop_sandbox = True            # every container is done for good
     return actions
 # [END compute-pod-actions]

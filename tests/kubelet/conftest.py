@@ -1,0 +1,2 @@
+# The fixtures live in harness.py, beside the helpers the tests import.
+from harness import kubelet, make_kubelet  # noqa: F401
