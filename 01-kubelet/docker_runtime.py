@@ -233,7 +233,9 @@ class DockerRuntime:
         container = self.api.create_container(
             image, name=cfg.docker_name(pod, cfg.SANDBOX_NAME, attempt),
             hostname=None if host_network else spec.get("hostname", pod["metadata"]["name"]),
-            labels=labels, ports=None if host_network else list(bindings), host_config=host_config)
+            labels=labels, host_config=host_config,
+            ports=None if host_network else [(int(port), proto) for port, proto in
+                                              (key.split("/") for key in bindings)])
         self.api.start(container["Id"])
         # [END pause-container]
         return container["Id"]

@@ -56,6 +56,8 @@ class Kubelet:
         self.pod_ips: dict[str, str] = {}
         self.containers: dict[str, list[ContainerInfo]] = {}  # uid -> its Docker containers
         self._running_logged: set[str] = set()
+        self._reported_dead: set[str] = set()
+        self._started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         # One worker per pod at a time, several pods in parallel, so a slow
         # image pull or a long graceful stop never holds up the other pods.
         self._workers = ThreadPoolExecutor(max_workers=parallel_pod_workers, thread_name_prefix="pod-worker")
@@ -247,16 +249,18 @@ class Kubelet:
         key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
         old = {s["name"]: s for s in (before or {}).get("containerStatuses", [])}
         for status in after["containerStatuses"]:
-            state, was = status["state"], old.get(status["name"], {}).get("state", {})
-            if "terminated" in state and "terminated" not in was:
-                t = state["terminated"]
+            state, was = status["state"], old.get(status["name"], {})
+            # Report each death once: the terminated container in state or,
+            # when it already waits to restart, in lastState.
+            dead = {**status["lastState"], **state}.get("terminated")
+            if dead and dead["containerID"] not in self._reported_dead and self._since_start(dead["finishedAt"]):
+                self._reported_dead.add(dead["containerID"])
                 self.log.info("container died", obj=key, container=status["name"],
-                              exitCode=t["exitCode"], reason=t["reason"])
-            if "waiting" in state and state["waiting"].get("reason") != was.get("waiting", {}).get("reason"):
-                waiting = state["waiting"]
-                if waiting["reason"] != "ContainerCreating":
-                    self.log.warning("container waiting", obj=key, container=status["name"],
-                                     reason=waiting["reason"], message=waiting.get("message"))
+                              exitCode=dead["exitCode"], reason=dead["reason"])
+            reason = state.get("waiting", {}).get("reason")
+            if reason and reason != "ContainerCreating" and reason != was.get("state", {}).get("waiting", {}).get("reason"):
+                self.log.warning("container waiting", obj=key, container=status["name"],
+                                 reason=reason, message=state["waiting"].get("message"))
         if before and before["phase"] != after["phase"]:
             self.log.info("pod phase changed", obj=key, phase=after["phase"])
         all_running = all("running" in s["state"] for s in after["containerStatuses"])
@@ -265,12 +269,19 @@ class Kubelet:
             started = max(c.started_at or 0 for c in containers if c.name != cfg.SANDBOX_NAME)
             self.log.info("pod running", obj=key, startup=f"{max(0.0, started - self.first_seen[uid]):.3f}s")
 
+    def _since_start(self, moment: str | None) -> bool:
+        """Did it happen while this kubelet ran? (Deaths from before a
+        restart were reported by the previous kubelet.)"""
+        return bool(moment) and moment >= self._started_at
+
     def _forget_gone_pods(self, desired: dict, actual: dict) -> None:
         live = set(desired) | set(actual)
         for table in (self.statuses, self.waiting, self.first_seen, self.pod_ips):
             for uid in [u for u in table if u not in live]:
                 del table[uid]
         self._running_logged &= set(desired)
+        live_ids = {f"docker://{c.id}" for containers in actual.values() for c in containers}
+        self._reported_dead &= live_ids
         keys = [(uid, c["name"]) for uid, pod in desired.items() for c in pod["spec"]["containers"]]
         self.crash_backoff.forget_all_but(keys)
         self.start_backoff.forget_all_but(keys)

@@ -8,6 +8,7 @@ No authentication: bind it to an address only trusted machines reach.
 """
 from __future__ import annotations
 
+import logging
 import threading
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
@@ -76,6 +77,7 @@ def container_logs(namespace: str, pod_name: str, container_name: str):
 def serve(kubelet, address: str, port: int, log: EventLogger):
     """Serve in a background thread; returns the server (its .port is real
     even when port 0 asked for any free one)."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     server = make_server(address, port, create_app(kubelet), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True, name="read-only-port").start()
     log.info("read-only port listening", obj=f"{address}:{server.port}")

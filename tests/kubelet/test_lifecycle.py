@@ -114,7 +114,7 @@ def test_bad_manifests_are_reported_and_skipped(kubelet):
     log = wait_for(lambda: (text := kubelet.log()) and "zz-duplicate.yaml" in text and text, 10,
                    what="the duplicate reported")
     assert "broken.yaml:5" in log or "broken.yaml:6" in log
-    assert "invalid.yaml:10" in log and "spec.containers[0].ports[0].containerPort: Invalid value: 70000" in log
+    assert "invalid.yaml:11" in log and "spec.containers[0].ports[0].containerPort: Invalid value: 70000" in log
     assert "'Deployment'" in log and "is not a v1 Pod" in log
     assert "pod default/good is already defined in" in log
     assert [p["metadata"]["name"] for p in kubelet.pods()] == ["good"]

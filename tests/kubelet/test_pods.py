@@ -96,7 +96,7 @@ def test_crashing_container_restarts_with_backoff(kubelet):
 def test_restart_policy_never_ends_failed_and_on_failure_ends_succeeded(kubelet):
     kubelet.write("never.yaml", pod_yaml("never", "  - {name: fail, image: 'busybox:1.35', command: [sh, -c, 'exit 7']}\n",
                                          spec_extra="  restartPolicy: Never\n"))
-    kubelet.write("onfailure.yaml", pod_yaml("onfailure", "  - {name: ok, image: 'busybox:1.35', command: [true]}\n",
+    kubelet.write("onfailure.yaml", pod_yaml("onfailure", "  - {name: ok, image: 'busybox:1.35', command: ['true']}\n",
                                              spec_extra="  restartPolicy: OnFailure\n"))
     never = kubelet.wait_phase("never", "Failed")
     terminated = container_status(never, "fail")["state"]["terminated"]

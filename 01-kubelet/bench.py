@@ -1,0 +1,152 @@
+"""Chapter 01 benchmark (`make bench-01`): how much does the kubelet add to Docker?
+
+1. The floor: the Docker SDK alone creates and starts, one pod after the
+   other, a pause container plus two app containers joined to it, 30 times.
+2. The kubelet: 30 two-container pod manifests appear at once; per pod, the
+   time from the kubelet seeing the manifest to all its containers running
+   (the kubelet logs it as `pod running startup=...`), and the time until
+   all 30 run.
+3. Idle: with the 30 pods running, the kubelet's own CPU time per sync.
+
+It prints a Markdown table for 01-kubelet/README.md. Figures are compared
+as ratios to the floor measured in the same run, since absolute times vary
+from machine to machine.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import docker
+import requests
+
+HERE = Path(__file__).resolve().parent
+PODS = 30
+IMAGE, PAUSE = "busybox:1.35", "registry.k8s.io/pause:3.9"
+SLEEP = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+NODE = "bench-node"
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def bare_docker(client: docker.DockerClient) -> list[float]:
+    """Seconds per pod (pause + 2 app containers), created one after another."""
+    label = {"io.groundup.bench": "bare"}
+    times = []
+    try:
+        for i in range(PODS):
+            began = time.perf_counter()
+            pause = client.containers.run(PAUSE, detach=True, labels=label, name=f"bench-bare-{i}-pod")
+            for name in ("a", "b"):
+                client.containers.run(IMAGE, SLEEP, detach=True, labels=label, name=f"bench-bare-{i}-{name}",
+                                      network_mode=f"container:{pause.id}")
+            times.append(time.perf_counter() - began)
+    finally:
+        for container in client.containers.list(all=True, filters={"label": "io.groundup.bench=bare"}):
+            container.remove(force=True)
+    return times
+
+
+def manifest(i: int) -> str:
+    containers = "".join(f"  - name: {n}\n    image: {IMAGE}\n    command: [sh, -c, \"trap 'exit 0' TERM; "
+                         f"sleep 3600 & wait\"]\n" for n in ("a", "b"))
+    return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: bench-{i}\nspec:\n"
+            f"  terminationGracePeriodSeconds: 1\n  containers:\n{containers}")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def kubelet_run(workdir: Path) -> dict:
+    manifests = workdir / "manifests"
+    manifests.mkdir()
+    port = free_port()
+    log_path = workdir / "kubelet.log"
+    with open(log_path, "wb") as log:
+        kubelet = subprocess.Popen(
+            [sys.executable, str(HERE / "kubelet.py"), "--node-name", NODE, "--manifests", str(manifests),
+             "--address", "127.0.0.1", "--read-only-port", str(port), "--sync-frequency", "1s"],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "GROUNDUP_LOG_LEVEL": "INFO"})
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except requests.ConnectionError:
+                time.sleep(0.05)
+        for i in range(PODS):
+            (manifests / f".bench-{i}.tmp").write_text(manifest(i))
+        written = time.monotonic()
+        for i in range(PODS):
+            os.replace(manifests / f".bench-{i}.tmp", manifests / f"bench-{i}.yaml")
+        while True:
+            pods = requests.get(f"http://127.0.0.1:{port}/pods", timeout=5).json()["items"]
+            if len(pods) == PODS and all(
+                    all("running" in s["state"] for s in p["status"].get("containerStatuses", [{"state": {}}]))
+                    for p in pods):
+                break
+            if time.monotonic() - written > 180:
+                raise SystemExit("the kubelet did not run all pods within 180 s; see " + str(log_path))
+            time.sleep(0.02)
+        converged = time.monotonic() - written
+        startups = [float(s) for s in re.findall(r"pod running .*startup=([0-9.]+)s", log_path.read_text())]
+        time.sleep(3)                      # let the last status writes settle
+        idle_seconds = 10
+        before = cpu_seconds(kubelet.pid)
+        time.sleep(idle_seconds)
+        idle_cpu = cpu_seconds(kubelet.pid) - before
+        return {"startups": startups, "converged": converged, "idle_cpu_per_sync": idle_cpu / idle_seconds}
+    finally:
+        kubelet.send_signal(signal.SIGTERM)
+        kubelet.wait(timeout=30)
+        subprocess.run([sys.executable, str(HERE / "kubelet.py"), "--cleanup", "--node-name", NODE],
+                       check=False, capture_output=True)
+
+
+def main() -> int:
+    client = docker.from_env()
+    bare = bare_docker(client)
+    with tempfile.TemporaryDirectory(prefix="bench-01-") as workdir:
+        result = kubelet_run(Path(workdir))
+    startups = result["startups"]
+    bare_p50, bare_total = statistics.median(bare), sum(bare)
+    cpus = os.cpu_count()
+    print(f"\n{time.strftime('%Y-%m-%d')}, {platform.machine()}, {cpus} cores, Docker "
+          f"{client.version()['Version']}, Python {platform.python_version()}; {PODS} pods x 2 containers\n")
+    print("| measure | bare Docker SDK | kubelet | ratio | target |")
+    print("|---|---|---|---|---|")
+    print(f"| one pod's startup, p50 | {bare_p50:.3f} s | {statistics.median(startups):.3f} s | "
+          f"{statistics.median(startups) / bare_p50:.2f}x | within 1.3x |")
+    print(f"| one pod's startup, p90 | {percentile(bare, 0.9):.3f} s | {percentile(startups, 0.9):.3f} s | | |")
+    print(f"| one pod's startup, max | {max(bare):.3f} s | {max(startups):.3f} s | | |")
+    print(f"| all {PODS} pods running | {bare_total:.2f} s (sequential) | {result['converged']:.2f} s "
+          f"(from the files appearing) | {result['converged'] / bare_total:.2f}x | within 1.5x |")
+    print(f"| kubelet CPU per idle sync ({PODS} pods) | | {result['idle_cpu_per_sync'] * 1000:.1f} ms | | under 20 ms |")
+    if len(startups) != PODS:
+        print(f"\nnote: {len(startups)} startup lines for {PODS} pods (a pod seen running in a later sync is not timed)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
