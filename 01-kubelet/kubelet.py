@@ -10,6 +10,7 @@ moment, start it again, and it picks up where it was from Docker's labels.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import socket
@@ -324,6 +325,26 @@ def cleanup(runtime: DockerRuntime, all_nodes: bool, log: EventLogger) -> int:
     return 0
 
 
+def lock_node(node_name: str):
+    """One kubelet per node name per machine: two would fight over the same
+    containers, each removing what the other starts. The lock is released
+    by the kernel when the process dies, however it dies."""
+    import fcntl
+    import tempfile
+    path = os.path.join(tempfile.gettempdir(), f"groundup-kubelet-{node_name}.lock")
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        raise SystemExit(f"another kubelet with --node-name {node_name} is running on this machine "
+                         f"(pid {handle.read().strip() or '?'}); give this one another --node-name")
+    handle.truncate(0)
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
 def default_node_ip() -> str:
     """The first non-loopback address of this host's name, else 127.0.0.1."""
     try:
@@ -380,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.manifests:
         log.error("nothing to run: give --manifests DIR")
         return 2
+    lock = lock_node(args.node_name)  # noqa: F841 (held until the process exits)
     if not os.path.isdir(args.manifests):
         log.warning("manifest directory does not exist yet; waiting for it", obj=args.manifests)
     kubelet = Kubelet(args.node_name, runtime, [FileSource(args.manifests, args.node_name, log)], log,
@@ -389,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.read_only_port:
         from readonly_server import serve
         serve(kubelet, args.address, args.read_only_port, log)
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: kubelet.stop())
     kubelet.run()

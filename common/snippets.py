@@ -2,14 +2,14 @@
 
 In the source, a region is marked with two comments::
 
-    # [START sync-loop]
+    # [START <name>]
     ...code...
-    # [END sync-loop]
+    # [END <name>]
 
 A README quotes it with an HTML comment (invisible on any forge) right
 before a fenced block::
 
-    <!-- snippet: 01-kubelet/kubelet.py#sync-loop -->
+    <!-- snippet: 01-kubelet/kubelet.py#<name> -->
     ```python
     ...the region's lines, common indentation removed...
     ```

@@ -1,0 +1,522 @@
+"""Load Kubernetes manifests (YAML or JSON) and remember where every field is.
+
+    manifests = load_manifests("01-kubelet/manifests/")   # a file, a dir or "-"
+    for m in manifests:
+        for err in validate_pod(m.obj):
+            print(f"{m.filename}:{m.line_of(err.path)}: {err}")
+
+A file may hold one object or many (YAML documents separated by `---`, or a
+`kind: List` whose items are the objects). Each object comes back as a
+`Manifest`: the plain dict, exactly as written (unknown fields kept), plus a
+map from field paths to line numbers, so a validation error can point at the
+line to fix.
+
+Why not `yaml.safe_load_all`? It throws away positions, it silently keeps the
+last of two duplicate keys (Kubernetes' strict decoding rejects them), and it
+expands aliases without limit, so a 1 KB "billion laughs" file would eat all
+memory. We let PyYAML compose the node graph, which is small even for a bomb
+because an alias is just a second reference to an existing node, and build
+the Python values ourselves, counting every node an alias brings in.
+
+YAML version: PyYAML implements YAML 1.1, Kubernetes' go-yaml a mix of 1.1 and
+1.2. We keep PyYAML's safe behaviour for plain scalars: `yes`/`no`/`on`/`off`
+are booleans, `0755` is octal, `1e3` (no dot) is the *string* "1e3" while
+`1.0e+3` is a float, and `2024-01-01` is a `datetime.date`, not a string.
+Validation reports such values as the wrong type and suggests quoting them.
+JSON is the exception: there an unquoted `1e3` can only be a number, so it
+is read as one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+# The API server refuses request bodies over 3 MiB (MaxRequestBodyBytes),
+# so a bigger manifest could never be applied anyway.
+MAX_BYTES = 3 * 1024 * 1024
+# Real manifests nest a few dozen levels at most (CRD schemas are the
+# deepest); the limit keeps PyYAML's recursive composer off Python's stack.
+MAX_DEPTH = 100
+# Nodes that aliases may pull in per document, counted each time an alias is
+# used. Without aliases a document is bounded by MAX_BYTES already.
+MAX_ALIAS_NODES = 100_000
+EXTENSIONS = (".yaml", ".yml", ".json")
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_PLAIN_COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be loaded. str() is `FILE:LINE: message`.
+
+    line is 1-based; 0 means the problem is with the file as a whole (it is
+    missing, unreadable, too big), and str() is then `FILE: message`.
+    """
+
+    def __init__(self, filename: str, line: int, message: str):
+        super().__init__(filename, line, message)
+        self.filename = filename
+        self.line = line
+        self.message = message
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.filename}:{self.line}: {self.message}"
+        return f"{self.filename}: {self.message}"
+
+
+@dataclass
+class Manifest:
+    """One object from a manifest file, and where its fields were written."""
+
+    obj: dict
+    filename: str
+    line: int
+    # Field path (a tuple of strings: keys, and list indexes as "0", "1", ...)
+    # -> 1-based line. Empty when the text was not YAML-composable.
+    lines: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def line_of(self, path: str) -> int:
+        """The line of `spec.containers[1].ports[0].containerPort`.
+
+        Falls back to the nearest parent that was written down (a missing
+        field is reported where its parent is), then to the object's start.
+        """
+        keys = _split_path(path)
+        while keys:
+            if keys in self.lines:
+                return self.lines[keys]
+            keys = keys[:-1]
+        return self.line
+
+
+_PATH_PART = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+
+
+def _split_path(path: str) -> tuple[str, ...]:
+    """`a.b[0][app.kubernetes.io/name]` -> ("a", "b", "0", "app.kubernetes.io/name")."""
+    parts = []
+    for bracketed, plain in _PATH_PART.findall(path):
+        part = plain if plain else bracketed
+        # Downward API style subscripts are quoted: metadata.labels['app'].
+        if len(part) >= 2 and part[0] == part[-1] and part[0] in "'\"":
+            part = part[1:-1]
+        parts.append(part)
+    return tuple(parts)
+
+
+# [START load-manifests]
+def load_manifests(source) -> list[Manifest]:
+    """Load every object from a file, from a directory's *.yaml, *.yml and
+    *.json files (sorted by name, not recursive, dot-files skipped), or from
+    stdin when source is "-". An empty file yields no objects."""
+    if str(source) == "-":
+        data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        return load_manifest_text(data, "<stdin>")
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir()
+                       if p.suffix.lower() in EXTENSIONS
+                       and not p.name.startswith(".") and p.is_file())
+        if not files:
+            raise ManifestError(str(path), 0, "no manifest files in this directory "
+                                "(looked for *.yaml, *.yml and *.json)")
+        return [m for f in files for m in _load_file(f)]
+    if not path.exists():
+        raise ManifestError(str(path), 0, "no such file or directory")
+    return _load_file(path)
+# [END load-manifests]
+
+
+def _load_file(path: Path) -> list[Manifest]:
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise _too_big(str(path), size)
+        data = path.read_bytes()
+    except OSError as err:
+        raise ManifestError(str(path), 0, f"cannot read file: {err.strerror or err}") from None
+    return load_manifest_text(data, str(path))
+
+
+def _too_big(filename: str, size: int) -> ManifestError:
+    return ManifestError(filename, 0, f"file is {size} bytes, larger than 3 MiB "
+                         f"({MAX_BYTES} bytes), the most the Kubernetes API server "
+                         "accepts in one request; split it into several files")
+
+
+def load_manifest_text(text: str | bytes, filename: str) -> list[Manifest]:
+    """Load every object from YAML or JSON text (bytes are decoded as UTF-8).
+
+    filename is only used in messages and in the Manifests returned.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        text = _decode(bytes(text), filename)
+    if len(text) * 4 > MAX_BYTES:  # cheap test first: a character is <= 4 bytes
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_BYTES:
+            raise _too_big(filename, size)
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise ManifestError(filename, line, "not UTF-8 text: contains NUL bytes "
+                            "(is this a binary file?)")
+    text = text.removeprefix("\ufeff")
+    looks_like_json = text.lstrip()[:1] in ("{", "[")
+    try:
+        return _load_yaml(text, filename, looks_like_json)
+    except (yaml.MarkedYAMLError, yaml.reader.ReaderError) as err:
+        syntax_error = err
+    # PyYAML refuses some valid JSON (tabs used as indentation, for one).
+    # json.loads reads it, without line numbers.
+    if looks_like_json:
+        try:
+            value = json.loads(text, object_pairs_hook=_reject_duplicate_json_keys)
+        except (ValueError, RecursionError) as err:
+            if filename.endswith(".json"):
+                raise _json_error(err, filename) from None
+        else:
+            _check_json_depth(value, filename)
+            return _documents_to_manifests(value, {}, filename, 1)
+    raise _yaml_error(syntax_error, filename, text) from None
+
+
+def _decode(data: bytes, filename: str) -> str:
+    if len(data) > MAX_BYTES:
+        raise _too_big(filename, len(data))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ManifestError(filename, line, f"not UTF-8 text: byte 0x{data[err.start]:02x} "
+                            "cannot be decoded (is this a binary file?)") from None
+
+
+def _load_yaml(text: str, filename: str, json_numbers: bool) -> list[Manifest]:
+    manifests = []
+    documents = yaml.compose_all(text, Loader=_GuardedLoader)
+    while True:
+        try:
+            root = next(documents, None)
+        except _Refused as err:
+            raise ManifestError(filename, err.line, err.message) from None
+        if root is None:
+            break
+        builder = _Builder(filename, json_numbers)
+        value = builder.build(root, (), 0)
+        if value is None:  # an empty document: only comments, or `---` alone
+            continue
+        manifests += _documents_to_manifests(value, builder.lines, filename, _line(root))
+    return manifests
+
+
+class _Refused(Exception):
+    """Raised inside PyYAML's composer; _load_yaml adds the file name."""
+
+    def __init__(self, line: int, message: str):
+        super().__init__(line, message)
+        self.line, self.message = line, message
+
+
+class _GuardedLoader(yaml.SafeLoader):
+    """SafeLoader whose composer refuses deep nesting and alias bombs early.
+
+    PyYAML composes nodes recursively, so `[[[[...]]]]` 10,000 deep would
+    hit Python's recursion limit; we stop at MAX_DEPTH. And it keeps track
+    of how many nodes each composed node stands for, so that a document
+    whose aliases would expand past MAX_ALIAS_NODES is refused while it is
+    being read, not after PyYAML has read 3 MiB of `*a, *a, *a`.
+    (_Builder counts again as it expands; this is the early exit.)
+    """
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+        self._sizes: dict[int, int] = {}  # id(node) -> nodes it expands to
+        self._alias_nodes = 0
+
+    def compose_document(self):
+        self._sizes, self._alias_nodes = {}, 0  # anchors are per document too
+        return super().compose_document()
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            line = self.peek_event().start_mark.line + 1  # where the alias is used
+            node = super().compose_node(parent, index)  # the anchored node itself
+            # A recursive alias has no size yet; _Builder reports it.
+            self._alias_nodes += self._sizes.get(id(node), 1)
+            if self._alias_nodes > MAX_ALIAS_NODES:
+                raise _Refused(line, _BOMB_MESSAGE)
+            return node
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(self.peek_event().start_mark.line + 1, _TOO_DEEP_MESSAGE)
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self._sizes[id(node)] = 1 + sum(self._sizes.get(id(child), 1)
+                                        for child in _children(node))
+        return node
+
+
+def _children(node):
+    if isinstance(node, SequenceNode):
+        return node.value
+    if isinstance(node, MappingNode):
+        return [n for pair in node.value for n in pair]
+    return ()
+
+
+_TOO_DEEP_MESSAGE = f"nested more than {MAX_DEPTH} levels deep; a real manifest never is"
+_BOMB_MESSAGE = (f"aliases expand to more than {MAX_ALIAS_NODES} nodes (a \"billion laughs\" "
+                 "YAML bomb?); refusing to expand them")
+
+
+def _too_deep(filename: str, line: int) -> ManifestError:
+    return ManifestError(filename, line, _TOO_DEEP_MESSAGE)
+
+
+class _Builder:
+    """Turns one composed YAML document into plain Python values.
+
+    Along the way it records the line of every field (`lines`), rejects what
+    Kubernetes' strict decoder rejects, and counts the nodes aliases bring
+    in, so that a YAML bomb is refused after MAX_ALIAS_NODES steps instead of
+    being expanded.
+    """
+
+    def __init__(self, filename: str, json_numbers: bool):
+        self.filename = filename
+        self.json_numbers = json_numbers
+        self.scalars = SafeConstructor()
+        self.lines: dict[tuple[str, ...], int] = {}
+        self.seen: set[int] = set()       # ids of nodes already built once
+        self.building: set[int] = set()   # ids of collections being built now
+        self.alias_nodes = 0
+
+    def error(self, node, message: str) -> ManifestError:
+        return ManifestError(self.filename, _line(node), message)
+
+    def build(self, node, path: tuple[str, ...], depth: int):
+        if depth > MAX_DEPTH:
+            raise _too_deep(self.filename, _line(node))
+        # The composer creates one node per thing written in the text; meeting
+        # a node a second time means an alias led here.
+        if id(node) in self.seen:
+            self.alias_nodes += 1
+            if self.alias_nodes > MAX_ALIAS_NODES:
+                raise self.error(node, _BOMB_MESSAGE)
+        else:
+            self.seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            return self.scalar(node)
+        if node.tag not in _PLAIN_COLLECTION_TAGS:
+            raise self.error(node, f"unsupported YAML tag {node.tag!r}: "
+                             "manifests use plain mappings and lists")
+        if id(node) in self.building:
+            raise self.error(node, "an alias refers to a collection that contains it "
+                             "(a recursive alias); manifests must be trees")
+        self.building.add(id(node))
+        try:
+            if isinstance(node, SequenceNode):
+                return self.sequence(node, path, depth)
+            return self.mapping(node, path, depth)
+        finally:
+            self.building.discard(id(node))
+
+    def scalar(self, node: ScalarNode):
+        if self.json_numbers and node.style is None and node.tag == _STR_TAG:
+            # An unquoted JSON scalar that YAML 1.1 calls a string, like 1e3.
+            try:
+                number = json.loads(node.value)
+            except ValueError:
+                number = None
+            if isinstance(number, (int, float)):
+                return number
+        try:
+            return self.scalars.construct_object(node)
+        except yaml.MarkedYAMLError as err:  # e.g. an unknown tag such as !foo
+            raise self.error(node, f"cannot read value: {err.problem}") from None
+        except ValueError as err:  # e.g. a date like 2024-13-45
+            if node.tag == "tag:yaml.org,2002:int":  # Python refuses > 4300 digits
+                err = f"an integer of {len(node.value)} characters is too large"
+            raise self.error(node, f"cannot read value {node.value[:40]!r}: {err}") from None
+
+    def sequence(self, node: SequenceNode, path, depth) -> list:
+        items = []
+        for i, item in enumerate(node.value):
+            item_path = path + (str(i),)
+            self.lines.setdefault(item_path, _line(item))
+            items.append(self.build(item, item_path, depth + 1))
+        return items
+
+    def mapping(self, node: MappingNode, path, depth) -> dict:
+        result: dict = {}
+        first_seen: dict[str, int] = {}
+        merges = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:  # `<<: *defaults`, applied below
+                merges.append(value_node)
+                continue
+            key = self.key(key_node)
+            line = _line(key_node)
+            if key in first_seen:
+                raise self.error(key_node, f"duplicate key \"{key}\" in one mapping "
+                                 f"(first at line {first_seen[key]}, again at line {line}); "
+                                 "Kubernetes' strict decoding rejects duplicate fields")
+            first_seen[key] = line
+            self.lines.setdefault(path + (key,), line)
+            result[key] = self.build(value_node, path + (key,), depth + 1)
+        # YAML merge keys (go-yaml supports them too): keys written in this
+        # mapping win, then earlier merged mappings win over later ones.
+        for source in merges:
+            sources = source.value if isinstance(source, SequenceNode) else [source]
+            for mapping in sources:
+                if not isinstance(mapping, MappingNode):
+                    raise self.error(mapping, "a merge key (<<) needs a mapping or a "
+                                     "list of mappings")
+                for key, value in self.build(mapping, path, depth).items():
+                    result.setdefault(key, value)
+        return result
+
+    def key(self, node) -> str:
+        if isinstance(node, ScalarNode) and node.tag == _STR_TAG:
+            return node.value
+        if isinstance(node, ScalarNode) and node.value == "":
+            raise self.error(node, "mapping keys must be strings, found an empty (null) key")
+        if isinstance(node, ScalarNode):
+            kind = _SCALAR_KINDS.get(node.tag, f"tagged {node.tag}")
+            raise self.error(node, f"mapping keys must be strings, but {node.value} is read "
+                             f"as {kind}; quote it (\"{node.value}\") if you meant the text")
+        kind = "a list" if isinstance(node, SequenceNode) else "a mapping"
+        raise self.error(node, f"mapping keys must be strings, found {kind} used as a key")
+
+
+_SCALAR_KINDS = {
+    "tag:yaml.org,2002:int": "an integer", "tag:yaml.org,2002:float": "a number",
+    "tag:yaml.org,2002:bool": "a boolean", "tag:yaml.org,2002:null": "null",
+    "tag:yaml.org,2002:timestamp": "a date", "tag:yaml.org,2002:binary": "binary data",
+}
+
+
+def _line(node) -> int:
+    return node.start_mark.line + 1
+
+
+# [START documents-to-manifests]
+def _documents_to_manifests(value, lines: dict, filename: str, line: int,
+                            where: str = "") -> list[Manifest]:
+    """Check that one document is an object (or a List of them) and wrap it.
+
+    lines holds the paths of this value only; where names it in messages
+    (items[3] inside a List).
+    """
+    if not isinstance(value, dict):
+        raise ManifestError(filename, line, (f"{where}: " if where else "") +
+                            "a manifest must be a mapping (an object with apiVersion, "
+                            f"kind, metadata), got {_describe(value)}")
+    for name in ("apiVersion", "kind"):
+        if name not in value or value[name] in (None, ""):
+            raise ManifestError(filename, line, f"missing \"{name}\": every manifest "
+                                "needs apiVersion and kind, e.g. \"apiVersion: v1\" "
+                                "and \"kind: Pod\"")
+        if not isinstance(value[name], str):
+            raise ManifestError(filename, lines.get((name,), line),
+                                f"\"{name}\" must be a string, got {_describe(value[name])}")
+    if value["kind"] != "List":
+        return [Manifest(value, filename, line, lines)]
+    # kubectl's `kind: List` (apiVersion v1) is a client-side wrapper: the
+    # objects inside are what gets created, one by one.
+    items = value.get("items")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ManifestError(filename, lines.get(("items",), line),
+                            f"the items of a List must be a list, got {_describe(items)}")
+    # One pass to split the line map by item; filtering it once per item
+    # would be quadratic in a List of thousands.
+    item_lines: dict[str, dict] = {}
+    for path, n in lines.items():
+        if len(path) >= 3 and path[0] == "items":
+            item_lines.setdefault(path[1], {})[path[2:]] = n
+    manifests = []
+    for i, item in enumerate(items):
+        item_line = lines.get(("items", str(i)), line)
+        manifests += _documents_to_manifests(item, item_lines.get(str(i), {}), filename,
+                                             item_line, f"{where}items[{i}]")
+    return manifests
+# [END documents-to-manifests]
+
+
+def _describe(value) -> str:
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})" if abs(value) < 10**20 else "a number"
+    if isinstance(value, str):
+        return f"a string ({value[:40]!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _reject_duplicate_json_keys(pairs):
+    obj = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key \"{key}\" in one object; Kubernetes' "
+                             "strict decoding rejects duplicate fields")
+        obj[key] = value
+    return obj
+
+
+def _check_json_depth(value, filename: str) -> None:
+    """The YAML path's depth limit, for what json.loads read."""
+    stack = [(value, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise _too_deep(filename, 0)
+        if isinstance(value, dict):
+            stack.extend((child, depth + 1) for child in value.values())
+        elif isinstance(value, list):
+            stack.extend((child, depth + 1) for child in value)
+
+
+def _json_error(err: Exception, filename: str) -> ManifestError:
+    if isinstance(err, RecursionError):
+        return _too_deep(filename, 0)
+    line = getattr(err, "lineno", 0)
+    message = getattr(err, "msg", str(err))
+    return ManifestError(filename, line, f"invalid JSON: {message}")
+
+
+def _char(character) -> str:
+    code = character if isinstance(character, int) else ord(character)
+    return f"#x{code:04x}"
+
+
+def _yaml_error(err, filename: str, text: str) -> ManifestError:
+    if isinstance(err, yaml.reader.ReaderError):
+        line = text.count("\n", 0, err.position) + 1
+        return ManifestError(filename, line, f"invalid YAML: character {_char(err.character)} "
+                             "is not allowed in YAML text (is this a binary file?)")
+    mark = err.problem_mark or err.context_mark
+    message = err.problem or "syntax error"
+    if err.context:
+        started = ""
+        if err.context_mark and mark and err.context_mark.line != mark.line:
+            started = f" (started at line {err.context_mark.line + 1})"
+        message = f"{err.context}{started}: {message}"
+    return ManifestError(filename, mark.line + 1 if mark else 0, f"invalid YAML: {message}")

@@ -1,0 +1,1054 @@
+"""Validate objects the way the Kubernetes API server does; errors are values.
+
+    errors = validate_pod(obj)
+    for err in errors:
+        print(err)   # spec.containers[0].image: Required value
+
+Every check appends a FieldError and carries on, so one call reports every
+problem in the object, as Kubernetes' ValidatePod does. The messages follow
+Kubernetes' own (k8s.io/apimachinery/pkg/util/validation) word for word where
+they exist, so a learner can search for them.
+
+Two differences from Kubernetes run through the whole module:
+
+* Kubernetes decodes JSON into Go structs before it validates, so a wrong
+  type (`image: 5`, `containers: web`) fails there with a decoder message.
+  We validate the plain dict, so a wrong type is one more FieldError:
+  `spec.containers: Invalid value: "web": must be a list of containers`.
+  `null` counts as "not set", as it does for Kubernetes.
+* Kubernetes validates after defaulting. Fields that defaulting fills in
+  (protocol, imagePullPolicy, restartPolicy, probe periods, ...) may be left
+  out or empty here; when given, they are checked.
+
+Unknown fields are not errors: they are kept and ignored.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from dataclasses import dataclass
+
+from common.quantity import QuantityError, parse_quantity
+
+# [START field-error]
+REQUIRED = "Required value"
+INVALID = "Invalid value"
+NOT_SUPPORTED = "Unsupported value"
+DUPLICATE = "Duplicate value"
+NOT_FOUND = "Not found"
+TOO_LONG = "Too long"
+FORBIDDEN = "Forbidden"
+
+# Kubernetes prints no value for these: the path and the reason say it all.
+_VALUELESS = (REQUIRED, FORBIDDEN, TOO_LONG)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem at one field, printed like Kubernetes' field.Error."""
+
+    path: str    # spec.containers[1].ports[0].containerPort
+    type: str    # one of the constants above, e.g. "Invalid value"
+    value: object
+    detail: str = ""
+
+    def __str__(self) -> str:
+        body = self.type
+        if self.type not in _VALUELESS:
+            body += ": " + format_value(self.value)
+        if self.detail:
+            body += ": " + self.detail
+        return f"{self.path}: {body}" if self.path else body
+# [END field-error]
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError(path, REQUIRED, None, detail)
+
+
+def invalid(path: str, value, detail: str) -> FieldError:
+    return FieldError(path, INVALID, value, detail)
+
+
+def not_supported(path: str, value, supported) -> FieldError:
+    quoted = ", ".join(_go_quote(str(v)) for v in sorted(supported))
+    return FieldError(path, NOT_SUPPORTED, value, f"supported values: {quoted}")
+
+
+def duplicate(path: str, value) -> FieldError:
+    return FieldError(path, DUPLICATE, value)
+
+
+def not_found(path: str, value, detail: str = "") -> FieldError:
+    return FieldError(path, NOT_FOUND, value, detail)
+
+
+def too_long(path: str, value, max_bytes: int) -> FieldError:
+    return FieldError(path, TOO_LONG, value, f"may not be more than {max_bytes} bytes")
+
+
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError(path, FORBIDDEN, None, detail)
+
+
+def child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def index(path: str, i: int) -> str:
+    return f"{path}[{i}]"
+
+
+def key(path: str, k) -> str:
+    return f"{path}[{k}]"
+
+
+# ---------------------------------------------------------------- printing
+
+def format_value(value) -> str:
+    """Print a bad value as Kubernetes does: strings quoted, numbers bare.
+
+    Kubernetes prints a Go nil as "null" in quotes; we print null bare, so
+    it is not mistaken for the string "null". Objects and lists are shown as
+    short JSON, cut at 80 characters.
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return _int_text(value)
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    if isinstance(value, str):
+        return _go_quote(value)
+    if isinstance(value, (dict, list)):
+        text = _short_json(value, 80)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return str(value)  # dates, bytes: what YAML gave us
+
+
+def _int_text(value: int) -> str:
+    try:
+        return str(value)
+    except ValueError:  # Python will not print ints of over 4300 digits
+        return f"<an integer of {value.bit_length()} bits>"
+
+
+def _go_quote(text: str) -> str:
+    """Quote like Go's %q: printable characters as they are, others escaped."""
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif ord(ch) < 0x80:
+            out.append(f"\\x{ord(ch):02x}")
+        elif ord(ch) <= 0xFFFF:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\a": "\\a", "\b": "\\b",
+            "\f": "\\f", "\v": "\\v"}
+
+
+def _short_json(value, budget: int, depth: int = 0) -> str:
+    """JSON-like text of value, giving up after about `budget` characters."""
+    if depth > 3 or budget <= 0:
+        return "..."
+    if isinstance(value, dict):
+        parts = []
+        for k, v in value.items():
+            if budget <= 0:
+                parts.append("...")
+                break
+            part = f"{format_value(str(k))}: {_short_json(v, budget, depth + 1)}"
+            parts.append(part)
+            budget -= len(part) + 2
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(value, list):
+        parts = []
+        for v in value:
+            if budget <= 0:
+                parts.append("...")
+                break
+            part = _short_json(v, budget, depth + 1)
+            parts.append(part)
+            budget -= len(part) + 2
+        return "[" + ", ".join(parts) + "]"
+    text = format_value(value)
+    return text if len(text) <= budget else text[:budget] + "..."
+
+
+# ------------------------------------------------------- names and labels
+# The Is* checks of k8s.io/apimachinery/pkg/util/validation. Like them, each
+# returns the list of reasons the value is NOT valid: an empty list means
+# valid, so read `if not is_dns1123_label(name):` as "if it is a label".
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + r"(\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                      "characters or '-', and must start and end with an alphanumeric character")
+_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case "
+                          "alphanumeric characters, '-' or '.', and must start and end with "
+                          "an alphanumeric character")
+_QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must "
+                       "start and end with an alphanumeric character")
+_LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
+_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an "
+                    "alphanumeric character")
+QUALIFIED_NAME_MAX = 63
+LABEL_VALUE_MAX = 63
+TOTAL_ANNOTATION_SIZE_MAX = 256 * 1024
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """Kubernetes' RegexError, including its double space before " or "."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    shown = " or ".join(f"'{e}', " for e in examples)
+    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
+
+
+def _max_len_error(n: int) -> str:
+    return f"must be no more than {n} characters"
+
+
+def _matches(fmt: str, value: str) -> bool:
+    return re.fullmatch(fmt, value) is not None
+
+
+def _dns1123_label_format(value: str) -> list[str]:
+    if _matches(_DNS1123_LABEL_FMT, value):
+        return []
+    return [_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc")]
+
+
+def _dns1123_subdomain_format(value: str) -> list[str]:
+    if _matches(_DNS1123_SUBDOMAIN_FMT, value):
+        return []
+    return [_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com")]
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """Reasons value is not a DNS-1123 label (namespaces, container names)."""
+    errs = [_max_len_error(DNS1123_LABEL_MAX)] if len(value) > DNS1123_LABEL_MAX else []
+    return errs + _dns1123_label_format(value)
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """Reasons value is not a DNS-1123 subdomain (most object names)."""
+    errs = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+    return errs + _dns1123_subdomain_format(value)
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """Reasons value is not a qualified name: `[prefix/]name`, as label keys."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return ["a qualified name " + _regex_error(
+            _QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    errs = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs += ["prefix part " + msg for msg in is_dns1123_subdomain(prefix)]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX:
+        errs.append("name part " + _max_len_error(QUALIFIED_NAME_MAX))
+    if not _matches(_QUALIFIED_NAME_FMT, name):
+        errs.append("name part " + _regex_error(
+            _QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """Reasons value cannot be a label value (empty is fine)."""
+    errs = [_max_len_error(LABEL_VALUE_MAX)] if len(value) > LABEL_VALUE_MAX else []
+    if not _matches(_LABEL_VALUE_FMT, value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT,
+                                 "MyValue", "my_value", "12345"))
+    return errs
+
+
+def is_valid_port_name(value: str) -> list[str]:
+    """Reasons value is not an IANA_SVC_NAME (a named port such as "http")."""
+    errs = [_max_len_error(15)] if len(value) > 15 else []
+    if not _matches("[-a-z0-9]+", value):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), "
+                    "and hyphens (-)")
+    if not re.search("[a-z]", value):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in value:
+        errs.append("must not contain consecutive hyphens")
+    if value.startswith("-") or value.endswith("-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+def is_env_var_name(value: str) -> list[str]:
+    """Reasons value cannot name an environment variable."""
+    fmt = "[-._a-zA-Z][-._a-zA-Z0-9]*"
+    errs = []
+    if not _matches(fmt, value):
+        errs.append(_regex_error(
+            "a valid environment variable name must consist of alphabetic characters, "
+            "digits, '_', '-', or '.', and must not start with a digit",
+            fmt, "my.env-name", "MY_ENV.NAME", "MyEnvName1"))
+    return errs + _no_dot_dir(value)
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """Reasons value cannot be a key in a ConfigMap or Secret."""
+    fmt = "[-._a-zA-Z0-9]+"
+    errs = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+    if not _matches(fmt, value):
+        errs.append(_regex_error("a valid config key must consist of alphanumeric "
+                                 "characters, '-', '_' or '.'", fmt,
+                                 "key.name", "KEY_NAME", "key-name"))
+    return errs + _no_dot_dir(value)
+
+
+def _no_dot_dir(value: str) -> list[str]:
+    if value in (".", ".."):
+        return [f"must not be '{value}'"]
+    if value.startswith(".."):
+        return ["must not start with '..'"]
+    return []
+
+
+# --------------------------------------------------------- typed reading
+# Each helper checks one field's JSON type, records an error if it is wrong
+# and returns the value (or None, meaning "not usable; skip its checks").
+
+def _type_error(path: str, value, expected: str) -> FieldError:
+    detail = f"must be {expected}"
+    if expected == "a string" and (isinstance(value, (bool, int, float))
+                                   or type(value).__name__ in ("date", "datetime")):
+        # YAML read `true`, `8080` or `2024-01-01` as a non-string.
+        detail += " (put it in quotes)"
+    return invalid(path, value, detail)
+
+
+def _get_dict(errs, value, path, expected="an object"):
+    if value is None or isinstance(value, dict):
+        return value
+    errs.append(_type_error(path, value, expected))
+    return None
+
+
+def _get_list(errs, value, path, expected="a list"):
+    if value is None or isinstance(value, list):
+        return value
+    errs.append(_type_error(path, value, expected))
+    return None
+
+
+def _get_str(errs, value, path):
+    if value is None or isinstance(value, str):
+        return value
+    errs.append(_type_error(path, value, "a string"))
+    return None
+
+
+def _required_str(errs, value, path):
+    """A string that must be set: the string, or None once the error is noted."""
+    if value is None or value == "":
+        errs.append(required(path))
+        return None
+    return _get_str(errs, value, path)
+
+
+def _get_bool(errs, value, path):
+    if value is None or isinstance(value, bool):
+        return value
+    errs.append(_type_error(path, value, "a boolean (true or false)"))
+    return None
+
+
+def _as_int(value):
+    """value as an int if it is a whole number (JSON has no int type), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _get_int(errs, value, path, minimum=0, maximum=INT32_MAX, range_msg=None):
+    """An integer field; range_msg replaces the default bound messages."""
+    if value is None:
+        return None
+    number = _as_int(value)
+    if number is None:
+        errs.append(_type_error(path, value, "an integer"))
+        return None
+    if minimum <= number <= maximum:
+        return number
+    if range_msg:
+        errs.append(invalid(path, number, range_msg))
+    elif number < minimum:
+        errs.append(invalid(path, number, f"must be greater than or equal to {minimum}"))
+    else:
+        errs.append(invalid(path, number, f"must be less than or equal to {maximum}"))
+    return None
+
+
+def _check_enum(errs, value, path, supported):
+    """An enum field that defaulting fills in: unset or "" is fine."""
+    value = _get_str(errs, value, path)
+    if value and value not in supported:
+        errs.append(not_supported(path, value, supported))
+
+
+def _items(errs, value, path, expected):
+    """(index, path, dict) for each object in a list field, skipping bad ones."""
+    for i, item in enumerate(_get_list(errs, value, path, f"a list of {expected}") or ()):
+        item_path = index(path, i)
+        if item is None:  # a `-` with nothing after it
+            errs.append(_type_error(item_path, item, "an object"))
+        item = _get_dict(errs, item, item_path)
+        if item is not None:
+            yield i, item_path, item
+
+
+def _string_list(errs, value, path):
+    for i, item in enumerate(_get_list(errs, value, path, "a list of strings") or ()):
+        _get_str(errs, item, index(path, i))
+
+
+# ------------------------------------------------------------ object meta
+
+def _name_errors(errs, value, path, max_len, format_check):
+    """A DNS name: Too long, then the format message(s)."""
+    if len(value.encode("utf-8", "surrogatepass")) > max_len:
+        errs.append(too_long(path, value, max_len))
+    errs += [invalid(path, value, msg) for msg in format_check(value)]
+
+
+def validate_labels(labels, path: str = "metadata.labels") -> list[FieldError]:
+    """Label keys are qualified names, values short label values."""
+    errs: list[FieldError] = []
+    labels = _get_dict(errs, labels, path)
+    for k, v in (labels or {}).items():
+        if not isinstance(k, str):
+            errs.append(_type_error(path, k, "a string"))
+            continue
+        errs += [invalid(path, k, msg) for msg in is_qualified_name(k)]
+        v = _get_str(errs, v, key(path, k))
+        if v is not None:
+            errs += [invalid(path, v, msg) for msg in is_valid_label_value(v)]
+    return errs
+
+
+def validate_annotations(annotations, path: str = "metadata.annotations") -> list[FieldError]:
+    """Annotation keys are qualified names (any case); all of them <= 256 KiB."""
+    errs: list[FieldError] = []
+    annotations = _get_dict(errs, annotations, path)
+    total = 0
+    for k, v in (annotations or {}).items():
+        if not isinstance(k, str):
+            errs.append(_type_error(path, k, "a string"))
+            continue
+        errs += [invalid(path, k, msg) for msg in is_qualified_name(k.lower())]
+        v = _get_str(errs, v, key(path, k))
+        total += len(k.encode("utf-8", "surrogatepass"))
+        total += len((v or "").encode("utf-8", "surrogatepass"))
+    if total > TOTAL_ANNOTATION_SIZE_MAX:
+        errs.append(too_long(path, "", TOTAL_ANNOTATION_SIZE_MAX))
+    return errs
+
+
+def validate_object_meta(meta, namespaced: bool = True,
+                         path: str = "metadata") -> list[FieldError]:
+    """name (or generateName), namespace, labels and annotations.
+
+    Simplified: uid, resourceVersion, ownerReferences, finalizers and
+    managedFields are only type-checked where at all.
+    """
+    errs: list[FieldError] = []
+    meta = _get_dict(errs, meta, path)
+    if meta is None:
+        if not errs:
+            errs.append(required(child(path, "name"), "name or generateName is required"))
+        return errs
+    name = _get_str(errs, meta.get("name"), child(path, "name"))
+    generate_name = _get_str(errs, meta.get("generateName"), child(path, "generateName"))
+    if name:
+        _name_errors(errs, name, child(path, "name"), DNS1123_SUBDOMAIN_MAX,
+                     _dns1123_subdomain_format)
+    elif generate_name:
+        # A prefix may end in "-" (the server appends random characters), so
+        # check it with the dash replaced by a letter, and show it unchanged.
+        masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
+        gen_path = child(path, "generateName")
+        if len(masked.encode("utf-8", "surrogatepass")) > DNS1123_SUBDOMAIN_MAX:
+            errs.append(too_long(gen_path, generate_name, DNS1123_SUBDOMAIN_MAX))
+        errs += [invalid(gen_path, generate_name, msg)
+                 for msg in _dns1123_subdomain_format(masked)]
+    elif meta.get("name") in (None, "") and meta.get("generateName") in (None, ""):
+        errs.append(required(child(path, "name"), "name or generateName is required"))
+    namespace = _get_str(errs, meta.get("namespace"), child(path, "namespace"))
+    if namespace and not namespaced:
+        errs.append(forbidden(child(path, "namespace"), "not allowed on this type"))
+    elif namespace:
+        _name_errors(errs, namespace, child(path, "namespace"), DNS1123_LABEL_MAX,
+                     _dns1123_label_format)
+    for field in ("uid", "resourceVersion"):
+        _get_str(errs, meta.get(field), child(path, field))
+    errs += validate_labels(meta.get("labels"), child(path, "labels"))
+    errs += validate_annotations(meta.get("annotations"), child(path, "annotations"))
+    return errs
+
+
+def validate_type_meta(obj: dict, api_version: str, kind: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for field, want in (("apiVersion", api_version), ("kind", kind)):
+        value = _required_str(errs, obj.get(field), field)
+        if value and value != want:
+            errs.append(not_supported(field, value, [want]))
+    return errs
+
+
+# -------------------------------------------------------------------- pod
+
+RESTART_POLICIES = ("Always", "OnFailure", "Never")
+DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+PROTOCOLS = ("TCP", "UDP", "SCTP")
+TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
+
+
+# [START validate-pod]
+def validate_pod(obj) -> list[FieldError]:
+    """Every problem with a Pod object, in one list (empty: it is valid)."""
+    if not isinstance(obj, dict):
+        return [_type_error("", obj, "an object (a Pod has apiVersion, kind, "
+                            "metadata and spec)")]
+    errs = validate_type_meta(obj, "v1", "Pod")
+    errs += validate_object_meta(obj.get("metadata"), namespaced=True)
+    spec = obj.get("spec")
+    if spec is None:
+        errs.append(required("spec"))
+    else:
+        errs += validate_pod_spec(spec, "spec")
+    return errs
+# [END validate-pod]
+
+
+def validate_pod_spec(spec, path: str = "spec") -> list[FieldError]:
+    errs: list[FieldError] = []
+    spec = _get_dict(errs, spec, path)
+    if spec is None:
+        return errs
+    volumes = _validate_volumes(errs, spec.get("volumes"), child(path, "volumes"))
+
+    containers_path = child(path, "containers")
+    if not spec.get("containers"):  # missing, null or []
+        if isinstance(spec.get("containers"), (list, type(None))):
+            errs.append(required(containers_path))
+    names: set[str] = set()
+    host_network = _get_bool(errs, spec.get("hostNetwork"), child(path, "hostNetwork"))
+    # Containers first, so a clash is reported on the init container, as
+    # Kubernetes does.
+    for field in ("containers", "initContainers"):
+        for _, item_path, ctr in _items(errs, spec.get(field), child(path, field), "containers"):
+            _validate_container(errs, ctr, item_path, names, volumes, bool(host_network))
+
+    _check_enum(errs, spec.get("restartPolicy"), child(path, "restartPolicy"), RESTART_POLICIES)
+    _check_enum(errs, spec.get("dnsPolicy"), child(path, "dnsPolicy"), DNS_POLICIES)
+    if spec.get("dnsPolicy") == "None" and spec.get("dnsConfig") is None:
+        errs.append(required(child(path, "dnsConfig"),
+                             "must provide `dnsConfig` when `dnsPolicy` is None"))
+    _get_dict(errs, spec.get("dnsConfig"), child(path, "dnsConfig"))
+    _get_int(errs, spec.get("terminationGracePeriodSeconds"),
+             child(path, "terminationGracePeriodSeconds"), 0, INT64_MAX)
+    _get_int(errs, spec.get("activeDeadlineSeconds"), child(path, "activeDeadlineSeconds"),
+             1, INT32_MAX, f"must be between 1 and {INT32_MAX}, inclusive")
+    for field in ("nodeName", "serviceAccountName"):
+        value = _get_str(errs, spec.get(field), child(path, field))
+        if value:
+            _name_errors(errs, value, child(path, field), DNS1123_SUBDOMAIN_MAX,
+                         _dns1123_subdomain_format)
+    for field in ("hostPID", "hostIPC", "enableServiceLinks", "automountServiceAccountToken"):
+        _get_bool(errs, spec.get(field), child(path, field))
+    _get_str(errs, spec.get("schedulerName"), child(path, "schedulerName"))
+    _get_dict(errs, spec.get("securityContext"), child(path, "securityContext"))
+    if spec.get("nodeSelector") is not None:
+        errs += validate_labels(spec.get("nodeSelector"), child(path, "nodeSelector"))
+    return errs
+
+
+# -------------------------------------------------------------- volumes
+
+# Every source a Volume may name; exactly one must be set.
+VOLUME_SOURCES = (
+    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo",
+    "secret", "nfs", "iscsi", "glusterfs", "persistentVolumeClaim", "rbd",
+    "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc", "azureFile",
+    "configMap", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk",
+    "projected", "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
+)
+HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File",
+                   "Socket", "CharDevice", "BlockDevice")
+STORAGE_MEDIA = ("", "Memory", "HugePages")
+_FILE_MODE_MSG = "must be a number between 0 and 0777 (octal), both inclusive"
+
+
+def _validate_volumes(errs, volumes, path) -> set[str]:
+    """Check spec.volumes; return the declared names for volumeMounts."""
+    names: set[str] = set()
+    for _, vol_path, vol in _items(errs, volumes, path, "volumes"):
+        name_path = child(vol_path, "name")
+        name = _required_str(errs, vol.get("name"), name_path)
+        if name:
+            _name_errors(errs, name, name_path, DNS1123_LABEL_MAX, _dns1123_label_format)
+            if name in names:
+                errs.append(duplicate(name_path, name))
+            names.add(name)
+        sources = [s for s in VOLUME_SOURCES if vol.get(s) is not None]
+        if not sources:
+            errs.append(required(vol_path, "must specify a volume type"))
+            continue
+        for extra in sources[1:]:
+            errs.append(forbidden(child(vol_path, extra),
+                                  "may not specify more than 1 volume type"))
+        source_path = child(vol_path, sources[0])
+        source = _get_dict(errs, vol[sources[0]], source_path)
+        if source is not None:
+            _validate_volume_source(errs, sources[0], source, source_path)
+    return names
+
+
+def _validate_volume_source(errs, kind: str, source: dict, path: str) -> None:
+    if kind == "hostPath":
+        host_path = _required_str(errs, source.get("path"), child(path, "path"))
+        if host_path and ".." in host_path.split("/"):
+            errs.append(invalid(child(path, "path"), host_path, "must not contain '..'"))
+        _check_enum(errs, source.get("type"), child(path, "type"), HOST_PATH_TYPES)
+    elif kind == "emptyDir":
+        medium = _get_str(errs, source.get("medium"), child(path, "medium"))
+        if medium and medium not in STORAGE_MEDIA and not medium.startswith("HugePages-"):
+            errs.append(not_supported(child(path, "medium"), medium, STORAGE_MEDIA))
+        if source.get("sizeLimit") is not None:
+            _check_quantity(errs, source["sizeLimit"], child(path, "sizeLimit"))
+    elif kind in _NAMED_SOURCES:
+        name_field, flag = _NAMED_SOURCES[kind]
+        _required_str(errs, source.get(name_field), child(path, name_field))
+        _get_bool(errs, source.get(flag), child(path, flag))
+        if kind != "persistentVolumeClaim":
+            _get_int(errs, source.get("defaultMode"), child(path, "defaultMode"),
+                     0, 0o777, _FILE_MODE_MSG)
+
+
+# Sources that point at another object: (its name field, its boolean flag).
+_NAMED_SOURCES = {"configMap": ("name", "optional"), "secret": ("secretName", "optional"),
+                  "persistentVolumeClaim": ("claimName", "readOnly")}
+
+
+# ------------------------------------------------------------ containers
+
+def _validate_container(errs, ctr: dict, path: str, names: set[str],
+                        volumes: set[str], host_network: bool) -> None:
+    name_path = child(path, "name")
+    name = _required_str(errs, ctr.get("name"), name_path)
+    if name:
+        _name_errors(errs, name, name_path, DNS1123_LABEL_MAX, _dns1123_label_format)
+        if name in names:
+            errs.append(duplicate(name_path, name))
+        names.add(name)
+
+    image_path = child(path, "image")
+    image = _required_str(errs, ctr.get("image"), image_path)
+    if image and image != image.strip():
+        errs.append(invalid(image_path, image, "must not have leading or trailing whitespace"))
+    _check_enum(errs, ctr.get("imagePullPolicy"), child(path, "imagePullPolicy"), PULL_POLICIES)
+    _check_enum(errs, ctr.get("terminationMessagePolicy"),
+                child(path, "terminationMessagePolicy"), TERMINATION_MESSAGE_POLICIES)
+    for field in ("command", "args"):
+        _string_list(errs, ctr.get(field), child(path, field))
+    for field in ("workingDir", "terminationMessagePath"):
+        _get_str(errs, ctr.get(field), child(path, field))
+    for field in ("stdin", "stdinOnce", "tty"):
+        _get_bool(errs, ctr.get(field), child(path, field))
+    _get_dict(errs, ctr.get("securityContext"), child(path, "securityContext"))
+
+    port_names = _validate_ports(errs, ctr.get("ports"), child(path, "ports"), host_network)
+    _validate_env(errs, ctr.get("env"), child(path, "env"))
+    _validate_env_from(errs, ctr.get("envFrom"), child(path, "envFrom"))
+    _validate_volume_mounts(errs, ctr.get("volumeMounts"), child(path, "volumeMounts"), volumes)
+    if ctr.get("resources") is not None:
+        _validate_resources(errs, ctr["resources"], child(path, "resources"))
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        if ctr.get(probe) is not None:
+            _validate_probe(errs, ctr[probe], child(path, probe), port_names,
+                            success_must_be_one=probe != "readinessProbe")
+
+
+def _validate_ports(errs, ports, path: str, host_network: bool) -> set[str] | None:
+    """Check a container's ports; return their names, valid or not, for the
+    probes to refer to (None when ports is unusable: nothing to check against)."""
+    if ports is not None and not isinstance(ports, list):
+        _get_list(errs, ports, path, "a list of ports")
+        return None
+    names: set[str] = set()
+    for _, port_path, port in _items(errs, ports, path, "ports"):
+        name = _get_str(errs, port.get("name"), child(port_path, "name"))
+        if name:
+            msgs = is_valid_port_name(name)
+            errs += [invalid(child(port_path, "name"), name, m) for m in msgs]
+            if not msgs and name in names:
+                errs.append(duplicate(child(port_path, "name"), name))
+            names.add(name)  # even if invalid: a probe naming it is not the problem
+        container_port = port.get("containerPort")
+        if container_port is None or _as_int(container_port) == 0:
+            errs.append(required(child(port_path, "containerPort")))
+            container_port = None
+        else:
+            container_port = _get_int(errs, container_port, child(port_path, "containerPort"),
+                                      1, 65535, "must be between 1 and 65535, inclusive")
+        host_port = port.get("hostPort")
+        if _as_int(host_port) != 0:  # 0 means "no host port"
+            host_port = _get_int(errs, host_port, child(port_path, "hostPort"),
+                                 1, 65535, "must be between 1 and 65535, inclusive")
+            # With hostNetwork the container *is* on the host's ports.
+            if host_network and host_port and container_port and host_port != container_port:
+                errs.append(invalid(child(port_path, "hostPort"), host_port,
+                                    "must match `containerPort` when `hostNetwork` is true"))
+        _check_enum(errs, port.get("protocol"), child(port_path, "protocol"), PROTOCOLS)
+        host_ip = _get_str(errs, port.get("hostIP"), child(port_path, "hostIP"))
+        if host_ip and not _is_ip(host_ip):
+            errs.append(invalid(child(port_path, "hostIP"), host_ip,
+                                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+    return names
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+# ----------------------------------------------------------------- env
+
+# What an env var may read from the pod through fieldRef.
+ENV_FIELD_PATHS = ("metadata.name", "metadata.namespace", "metadata.uid",
+                   "spec.nodeName", "spec.serviceAccountName", "status.hostIP",
+                   "status.hostIPs", "status.podIP", "status.podIPs")
+ENV_RESOURCE_FIELDS = ("limits.cpu", "limits.memory", "limits.ephemeral-storage",
+                       "requests.cpu", "requests.memory", "requests.ephemeral-storage")
+_SUBSCRIPTED = re.compile(r"(?P<path>[^\[]*)\['(?P<key>.*)'\]")
+_VALUE_FROM_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+
+
+def _validate_env(errs, env, path: str) -> None:
+    for _, var_path, var in _items(errs, env, path, "environment variables"):
+        name = _required_str(errs, var.get("name"), child(var_path, "name"))
+        if name:
+            errs += [invalid(child(var_path, "name"), name, m) for m in is_env_var_name(name)]
+        value = _get_str(errs, var.get("value"), child(var_path, "value"))
+        from_path = child(var_path, "valueFrom")
+        value_from = _get_dict(errs, var.get("valueFrom"), from_path)
+        if value_from is None:
+            continue
+        sources = [s for s in _VALUE_FROM_SOURCES if value_from.get(s) is not None]
+        # Kubernetes' own wording, including the "" it prints as the value.
+        if not sources:
+            errs.append(invalid(from_path, "", "must specify one of: `fieldRef`, "
+                                "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+        elif value:
+            errs.append(invalid(from_path, "", "may not be specified when `value` is not empty"))
+        elif len(sources) > 1:
+            errs.append(invalid(from_path, "", "may not have more than one field "
+                                "specified at a time"))
+        for source in sources:
+            source_path = child(from_path, source)
+            ref = _get_dict(errs, value_from[source], source_path)
+            if ref is not None:
+                _ENV_SOURCE_CHECKS[source](errs, ref, source_path)
+
+
+def _validate_field_ref(errs, ref: dict, path: str) -> None:
+    _get_str(errs, ref.get("apiVersion"), child(path, "apiVersion"))
+    field_path = _required_str(errs, ref.get("fieldPath"), child(path, "fieldPath"))
+    if not field_path:
+        return
+    subscripted = _SUBSCRIPTED.fullmatch(field_path)
+    if subscripted:
+        base, subscript = subscripted["path"], subscripted["key"]
+        if base == "metadata.labels":
+            errs += [invalid(path, subscript, m) for m in is_qualified_name(subscript)]
+        elif base == "metadata.annotations":
+            errs += [invalid(path, subscript, m) for m in is_qualified_name(subscript.lower())]
+        else:
+            errs.append(invalid(path, base, "does not support subscript"))
+    elif field_path not in ENV_FIELD_PATHS:
+        errs.append(not_supported(child(path, "fieldPath"), field_path, ENV_FIELD_PATHS))
+
+
+def _validate_resource_field_ref(errs, ref: dict, path: str) -> None:
+    _get_str(errs, ref.get("containerName"), child(path, "containerName"))
+    resource = _required_str(errs, ref.get("resource"), child(path, "resource"))
+    if resource and resource not in ENV_RESOURCE_FIELDS and not resource.startswith(
+            ("limits.hugepages-", "requests.hugepages-")):
+        errs.append(not_supported(child(path, "resource"), resource, ENV_RESOURCE_FIELDS))
+    if ref.get("divisor") is not None:
+        _check_quantity(errs, ref["divisor"], child(path, "divisor"))
+
+
+def _validate_key_ref(errs, ref: dict, path: str) -> None:
+    """configMapKeyRef and secretKeyRef: which object, which key."""
+    name = _required_str(errs, ref.get("name"), child(path, "name"))
+    if name:
+        _name_errors(errs, name, child(path, "name"), DNS1123_SUBDOMAIN_MAX,
+                     _dns1123_subdomain_format)
+    k = _required_str(errs, ref.get("key"), child(path, "key"))
+    if k:
+        errs += [invalid(child(path, "key"), k, m) for m in is_config_map_key(k)]
+    _get_bool(errs, ref.get("optional"), child(path, "optional"))
+
+
+_ENV_SOURCE_CHECKS = {
+    "fieldRef": _validate_field_ref,
+    "resourceFieldRef": _validate_resource_field_ref,
+    "configMapKeyRef": _validate_key_ref,
+    "secretKeyRef": _validate_key_ref,
+}
+
+
+def _validate_env_from(errs, env_from, path: str) -> None:
+    for _, item_path, item in _items(errs, env_from, path, "envFrom sources"):
+        prefix = _get_str(errs, item.get("prefix"), child(item_path, "prefix"))
+        if prefix:
+            errs += [invalid(child(item_path, "prefix"), prefix, m)
+                     for m in is_env_var_name(prefix)]
+        refs = [r for r in ("configMapRef", "secretRef") if item.get(r) is not None]
+        if not refs:
+            errs.append(invalid(item_path, "", "must specify one of: `configMapRef` "
+                                "or `secretRef`"))
+        elif len(refs) > 1:
+            errs.append(invalid(item_path, "", "may not have more than one field "
+                                "specified at a time"))
+        for ref_name in refs:
+            ref = _get_dict(errs, item[ref_name], child(item_path, ref_name))
+            if ref is not None:
+                _required_str(errs, ref.get("name"), child(child(item_path, ref_name), "name"))
+
+
+# --------------------------------------------------------- volume mounts
+
+def _validate_volume_mounts(errs, mounts, path: str, volumes: set[str]) -> None:
+    mount_paths: set[str] = set()
+    for _, mount_path, mount in _items(errs, mounts, path, "volume mounts"):
+        name = _required_str(errs, mount.get("name"), child(mount_path, "name"))
+        if name and name not in volumes:
+            errs.append(not_found(child(mount_path, "name"), name))
+        target = _required_str(errs, mount.get("mountPath"), child(mount_path, "mountPath"))
+        if target in mount_paths:
+            errs.append(invalid(child(mount_path, "mountPath"), target, "must be unique"))
+        elif target:
+            mount_paths.add(target)
+        _get_bool(errs, mount.get("readOnly"), child(mount_path, "readOnly"))
+        sub_path = _get_str(errs, mount.get("subPath"), child(mount_path, "subPath"))
+        if sub_path:
+            if sub_path.startswith("/"):
+                errs.append(invalid(child(mount_path, "subPath"), sub_path,
+                                    "must be a relative path"))
+            elif ".." in sub_path.split("/"):
+                errs.append(invalid(child(mount_path, "subPath"), sub_path,
+                                    "must not contain '..'"))
+
+
+# ------------------------------------------------------------- resources
+
+STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def _check_quantity(errs, value, path: str):
+    """A quantity field: parsed, non-negative. Returns the Quantity or None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        errs.append(_type_error(path, value, 'a quantity such as "500m" or "128Mi"'))
+        return None
+    try:
+        quantity = parse_quantity(value)
+    except QuantityError as err:
+        errs.append(invalid(path, value, str(err)))
+        return None
+    if quantity.sign() < 0:
+        errs.append(invalid(path, str(quantity), "must be greater than or equal to 0"))
+        return None
+    return quantity
+
+
+def _resource_name_errors(name: str) -> list[str]:
+    msgs = is_qualified_name(name)
+    if msgs:
+        return msgs
+    if "/" not in name and name not in STANDARD_CONTAINER_RESOURCES \
+            and not name.startswith("hugepages-"):
+        return ["must be a standard resource for containers"]
+    return []
+
+
+def _overcommit_allowed(name: str) -> bool:
+    """Requests may be below limits only for native, non-hugepage resources;
+    for extended resources (example.com/gpu) they must be equal."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return native and not name.startswith("hugepages-")
+
+
+def _quantity_map(errs, value, path: str) -> dict:
+    quantities = {}
+    for name, amount in (_get_dict(errs, value, path) or {}).items():
+        if not isinstance(name, str):
+            errs.append(_type_error(path, name, "a string"))
+            continue
+        name_path = key(path, name)
+        msgs = _resource_name_errors(name)
+        errs += [invalid(name_path, name, m) for m in msgs]
+        quantity = _check_quantity(errs, amount, name_path)
+        if quantity is not None and not msgs:
+            quantities[name] = quantity
+    return quantities
+
+
+def _validate_resources(errs, resources, path: str) -> None:
+    resources = _get_dict(errs, resources, path)
+    if resources is None:
+        return
+    limits_path, requests_path = child(path, "limits"), child(path, "requests")
+    limits = _quantity_map(errs, resources.get("limits"), limits_path)
+    requests = _quantity_map(errs, resources.get("requests"), requests_path)
+    for name, request in requests.items():
+        limit = limits.get(name)
+        if limit is None:
+            if not _overcommit_allowed(name):
+                errs.append(required(limits_path, "Limit must be set for non "
+                                     "overcommitable resources"))
+        elif not _overcommit_allowed(name) and (request < limit or request > limit):
+            errs.append(invalid(requests_path, str(request),
+                                f"must be equal to {name} limit of {limit}"))
+        elif request > limit:
+            errs.append(invalid(requests_path, str(request),
+                                f"must be less than or equal to {name} limit of {limit}"))
+
+
+# ---------------------------------------------------------------- probes
+
+PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+HTTP_SCHEMES = ("HTTP", "HTTPS")
+
+
+def _validate_probe(errs, probe, path: str, port_names: set[str] | None,
+                    success_must_be_one: bool) -> None:
+    probe = _get_dict(errs, probe, path)
+    if probe is None:
+        return
+    handlers = [h for h in PROBE_HANDLERS if probe.get(h) is not None]
+    if not handlers:
+        errs.append(required(path, "must specify a handler type"))
+    for extra in handlers[1:]:
+        errs.append(forbidden(child(path, extra), "may not specify more than 1 handler type"))
+    if handlers:
+        handler_path = child(path, handlers[0])
+        handler = _get_dict(errs, probe[handlers[0]], handler_path)
+        if handler is not None:
+            _PROBE_HANDLER_CHECKS[handlers[0]](errs, handler, handler_path, port_names)
+    _get_int(errs, probe.get("initialDelaySeconds"), child(path, "initialDelaySeconds"), 0)
+    # 0 would be replaced by a default in Kubernetes; we ask for >= 1 when given.
+    for field in ("timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"):
+        _get_int(errs, probe.get(field), child(path, field), 1)
+    _get_int(errs, probe.get("terminationGracePeriodSeconds"),
+             child(path, "terminationGracePeriodSeconds"), 1, INT64_MAX,
+             "must be greater than 0")
+    success = _as_int(probe.get("successThreshold"))
+    if success_must_be_one and success is not None and 1 < success <= INT32_MAX:
+        errs.append(invalid(child(path, "successThreshold"), success, "must be 1"))
+
+
+def _check_exec(errs, handler: dict, path: str, port_names) -> None:
+    command = handler.get("command")
+    if not command and isinstance(command, (list, type(None))):
+        errs.append(required(child(path, "command")))
+    _string_list(errs, command, child(path, "command"))
+
+
+def _check_port(errs, port, path: str, port_names: set[str] | None) -> None:
+    """A port given as a number or as the name of one of the container's ports."""
+    if port is None:
+        errs.append(required(path))
+    elif isinstance(port, str):
+        msgs = is_valid_port_name(port)
+        errs += [invalid(path, port, m) for m in msgs]
+        if not msgs and port_names is not None and port not in port_names:
+            errs.append(not_found(path, port, "no port of the container has this name"))
+    elif _as_int(port) is None:
+        errs.append(_type_error(path, port, "a port number or a port name"))
+    else:
+        _get_int(errs, port, path, 1, 65535, "must be between 1 and 65535, inclusive")
+
+
+def _check_http_get(errs, handler: dict, path: str, port_names) -> None:
+    _check_port(errs, handler.get("port"), child(path, "port"), port_names)
+    _get_str(errs, handler.get("path"), child(path, "path"))
+    _get_str(errs, handler.get("host"), child(path, "host"))
+    _check_enum(errs, handler.get("scheme"), child(path, "scheme"), HTTP_SCHEMES)
+    headers_path = child(path, "httpHeaders")
+    for _, header_path, header in _items(errs, handler.get("httpHeaders"), headers_path,
+                                         "headers"):
+        name = _required_str(errs, header.get("name"), child(header_path, "name"))
+        if name and not _matches("[-A-Za-z0-9]+", name):
+            errs.append(invalid(headers_path, name, _regex_error(
+                "a valid HTTP header must consist of alphanumeric characters or '-'",
+                "[-A-Za-z0-9]+", "X-Header-Name")))
+        _get_str(errs, header.get("value"), child(header_path, "value"))
+
+
+def _check_tcp_socket(errs, handler: dict, path: str, port_names) -> None:
+    _check_port(errs, handler.get("port"), child(path, "port"), port_names)
+    _get_str(errs, handler.get("host"), child(path, "host"))
+
+
+def _check_grpc(errs, handler: dict, path: str, port_names) -> None:
+    port_path = child(path, "port")
+    if handler.get("port") is None:
+        errs.append(required(port_path))
+    else:  # gRPC probes take a number only
+        _get_int(errs, handler["port"], port_path, 1, 65535,
+                 "must be between 1 and 65535, inclusive")
+    _get_str(errs, handler.get("service"), child(path, "service"))
+
+
+_PROBE_HANDLER_CHECKS = {
+    "exec": _check_exec,
+    "httpGet": _check_http_get,
+    "tcpSocket": _check_tcp_socket,
+    "grpc": _check_grpc,
+}

@@ -1,0 +1,551 @@
+"""Pod validation: every error at once, Kubernetes' paths and wording, no crashes."""
+
+import copy
+import re
+
+import pytest
+
+from common.validation import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,
+                               REQUIRED, TOO_LONG, FieldError, format_value,
+                               is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
+                               is_valid_label_value, is_valid_port_name, validate_annotations,
+                               validate_labels, validate_object_meta, validate_pod)
+
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    r"regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*"
+    r"[a-z0-9])?)*')")
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+NAME_PART_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+    "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "
+    "'my_value',  or '12345', regex used for validation is "
+    "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+ENV_NAME_MSG = (
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', "
+    "'-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  "
+    "or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')")
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+
+
+def valid_pod():
+    """A pod that uses most of what the validator checks, and passes."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "shop",
+                     "labels": {"app": "web", "app.kubernetes.io/tier": "front"},
+                     "annotations": {"example.com/Owner": "team-a"}},
+        "spec": {
+            "restartPolicy": "Always",
+            "dnsPolicy": "ClusterFirst",
+            "terminationGracePeriodSeconds": 30,
+            "nodeName": "node-1",
+            "volumes": [
+                {"name": "data", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+                {"name": "logs", "hostPath": {"path": "/var/log", "type": "Directory"}},
+            ],
+            "initContainers": [{"name": "init", "image": "busybox:1.35",
+                                "command": ["sh", "-c", "true"]}],
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "nginx:1.25",
+                    "imagePullPolicy": "IfNotPresent",
+                    "ports": [{"name": "http", "containerPort": 80, "protocol": "TCP"}],
+                    "env": [
+                        {"name": "MODE", "value": "prod"},
+                        {"name": "POD_NAME",
+                         "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                        {"name": "APP_LABEL",
+                         "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['app']"}}},
+                        {"name": "PASSWORD",
+                         "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
+                    ],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                     {"name": "logs", "mountPath": "/logs", "readOnly": True}],
+                    "resources": {"limits": {"cpu": "500m", "memory": "128Mi"},
+                                  "requests": {"cpu": "250m", "memory": "64Mi"}},
+                    "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"},
+                                      "periodSeconds": 5, "failureThreshold": 3},
+                    "readinessProbe": {"tcpSocket": {"port": 80}, "successThreshold": 2},
+                },
+                {"name": "sidecar", "image": "busybox",
+                 "args": ["sleep", "3600"],
+                 "startupProbe": {"exec": {"command": ["true"]}}},
+            ],
+        },
+    }
+
+
+DELETE = object()
+_PART = re.compile(r"\[([^\]]+)\]|([^.\[\]]+)")
+
+
+def with_changes(obj, changes):
+    """A copy of obj with {path: value} applied (DELETE removes the field)."""
+    obj = copy.deepcopy(obj)
+    for path, value in changes.items():
+        keys = [(int(b) if b.isdigit() else b) if b else name
+                for b, name in _PART.findall(path)]
+        target = obj
+        for k in keys[:-1]:
+            target = target[k]
+        if value is DELETE:
+            del target[keys[-1]]
+        else:
+            target[keys[-1]] = value
+    return obj
+
+
+def test_the_valid_pod_is_valid():
+    assert validate_pod(valid_pod()) == []
+
+
+C0 = "spec.containers[0]"
+
+# (id, changes to valid_pod(), every error expected, as printed)
+INVALID_PODS = [
+    # --- type meta and metadata
+    ("no-apiVersion", {"apiVersion": DELETE}, ["apiVersion: Required value"]),
+    ("wrong-apiVersion", {"apiVersion": "apps/v1"},
+     ['apiVersion: Unsupported value: "apps/v1": supported values: "v1"']),
+    ("wrong-kind", {"kind": "Deployment"},
+     ['kind: Unsupported value: "Deployment": supported values: "Pod"']),
+    ("no-name", {"metadata.name": DELETE},
+     ["metadata.name: Required value: name or generateName is required"]),
+    ("generateName-instead", {"metadata.name": DELETE, "metadata.generateName": "web-"}, []),
+    ("bad-generateName", {"metadata.name": DELETE, "metadata.generateName": "Web-"},
+     [f'metadata.generateName: Invalid value: "Web-": {SUBDOMAIN_MSG}']),
+    ("name-uppercase-underscore", {"metadata.name": "Web_1"},
+     [f'metadata.name: Invalid value: "Web_1": {SUBDOMAIN_MSG}']),
+    ("name-254-chars", {"metadata.name": "a" * 254},
+     ["metadata.name: Too long: may not be more than 253 bytes"]),
+    ("name-253-chars", {"metadata.name": "a" * 253}, []),
+    ("name-cyrillic-e", {"metadata.name": "w\u0435b"},
+     [f'metadata.name: Invalid value: "w\u0435b": {SUBDOMAIN_MSG}']),
+    ("name-number", {"metadata.name": 5},
+     ["metadata.name: Invalid value: 5: must be a string (put it in quotes)"]),
+    ("namespace-with-dot", {"metadata.namespace": "my.ns"},
+     [f'metadata.namespace: Invalid value: "my.ns": {LABEL_MSG}']),
+    ("namespace-64-chars", {"metadata.namespace": "n" * 64},
+     ["metadata.namespace: Too long: may not be more than 63 bytes"]),
+    ("metadata-is-list", {"metadata": [{"name": "web"}]},
+     ['metadata: Invalid value: [{"name": "web"}]: must be an object']),
+    ("label-key-space", {"metadata.labels": {"bad key": "x"}},
+     [f'metadata.labels: Invalid value: "bad key": {NAME_PART_MSG}']),
+    ("label-value-slash", {"metadata.labels": {"app": "a/b"}},
+     [f'metadata.labels: Invalid value: "a/b": {LABEL_VALUE_MSG}']),
+    ("label-value-bool", {"metadata.labels": {"enabled": True}},
+     ["metadata.labels[enabled]: Invalid value: true: must be a string (put it in quotes)"]),
+    ("labels-is-string", {"metadata.labels": "app=web"},
+     ['metadata.labels: Invalid value: "app=web": must be an object']),
+    ("annotation-key-bad-prefix", {"metadata.annotations": {"-x/y": "1"}},
+     [f'metadata.annotations: Invalid value: "-x/y": prefix part {SUBDOMAIN_MSG}']),
+    ("annotations-too-big", {"metadata.annotations": {"big": "x" * (256 * 1024)}},
+     ["metadata.annotations: Too long: may not be more than 262144 bytes"]),
+    # --- spec
+    ("no-spec", {"spec": DELETE}, ["spec: Required value"]),
+    ("spec-is-list", {"spec": []}, ["spec: Invalid value: []: must be an object"]),
+    ("no-containers", {"spec.containers": DELETE}, ["spec.containers: Required value"]),
+    ("empty-containers", {"spec.containers": []}, ["spec.containers: Required value"]),
+    ("containers-is-string", {"spec.containers": "web"},
+     ['spec.containers: Invalid value: "web": must be a list of containers']),
+    ("container-is-string", {"spec.containers[1]": "sidecar"},
+     ['spec.containers[1]: Invalid value: "sidecar": must be an object']),
+    ("container-is-null", {"spec.containers[1]": None},
+     ["spec.containers[1]: Invalid value: null: must be an object"]),
+    ("restartPolicy-Sometimes", {"spec.restartPolicy": "Sometimes"},
+     ['spec.restartPolicy: Unsupported value: "Sometimes": supported values: '
+      '"Always", "Never", "OnFailure"']),
+    ("dnsPolicy-bad", {"spec.dnsPolicy": "Google"},
+     ['spec.dnsPolicy: Unsupported value: "Google": supported values: "ClusterFirst", '
+      '"ClusterFirstWithHostNet", "Default", "None"']),
+    ("dnsPolicy-None-without-config", {"spec.dnsPolicy": "None"},
+     ["spec.dnsConfig: Required value: must provide `dnsConfig` when `dnsPolicy` is None"]),
+    ("grace-negative", {"spec.terminationGracePeriodSeconds": -1},
+     ["spec.terminationGracePeriodSeconds: Invalid value: -1: "
+      "must be greater than or equal to 0"]),
+    ("grace-huge", {"spec.terminationGracePeriodSeconds": 10**30},
+     ["spec.terminationGracePeriodSeconds: Invalid value: 1000000000000000000000000000000: "
+      "must be less than or equal to 9223372036854775807"]),
+    ("grace-fraction", {"spec.terminationGracePeriodSeconds": 1.5},
+     ["spec.terminationGracePeriodSeconds: Invalid value: 1.5: must be an integer"]),
+    ("grace-whole-float-ok", {"spec.terminationGracePeriodSeconds": 30.0}, []),
+    ("activeDeadline-zero", {"spec.activeDeadlineSeconds": 0},
+     ["spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, "
+      "inclusive"]),
+    ("nodeName-bad", {"spec.nodeName": "Node_1"},
+     [f'spec.nodeName: Invalid value: "Node_1": {SUBDOMAIN_MSG}']),
+    ("hostNetwork-string", {"spec.hostNetwork": "yes"},
+     ['spec.hostNetwork: Invalid value: "yes": must be a boolean (true or false)']),
+    ("hostNetwork-hostPort-mismatch",
+     {"spec.hostNetwork": True, f"{C0}.ports[0].hostPort": 8080},
+     [f"{C0}.ports[0].hostPort: Invalid value: 8080: "
+      "must match `containerPort` when `hostNetwork` is true"]),
+    ("hostNetwork-hostPort-equal", {"spec.hostNetwork": True, f"{C0}.ports[0].hostPort": 80},
+     []),
+    # --- containers
+    ("container-name-missing", {f"{C0}.name": DELETE}, [f"{C0}.name: Required value"]),
+    ("container-name-cyrillic", {f"{C0}.name": "w\u0435b"},
+     [f'{C0}.name: Invalid value: "w\u0435b": {LABEL_MSG}']),
+    ("container-name-duplicate", {"spec.containers[1].name": "app"},
+     ['spec.containers[1].name: Duplicate value: "app"']),
+    ("init-container-name-clash", {"spec.initContainers[0].name": "app"},
+     ['spec.initContainers[0].name: Duplicate value: "app"']),
+    ("image-missing", {f"{C0}.image": DELETE}, [f"{C0}.image: Required value"]),
+    ("image-empty", {f"{C0}.image": ""}, [f"{C0}.image: Required value"]),
+    ("image-number", {f"{C0}.image": 5},
+     [f"{C0}.image: Invalid value: 5: must be a string (put it in quotes)"]),
+    ("image-object", {f"{C0}.image": {"name": "nginx"}},
+     [f'{C0}.image: Invalid value: {{"name": "nginx"}}: must be a string']),
+    ("image-spaces", {f"{C0}.image": " nginx"},
+     [f'{C0}.image: Invalid value: " nginx": must not have leading or trailing whitespace']),
+    ("pull-policy", {f"{C0}.imagePullPolicy": "Sometimes"},
+     [f'{C0}.imagePullPolicy: Unsupported value: "Sometimes": supported values: '
+      '"Always", "IfNotPresent", "Never"']),
+    ("command-string", {"spec.initContainers[0].command": "sh -c true"},
+     ['spec.initContainers[0].command: Invalid value: "sh -c true": '
+      "must be a list of strings"]),
+    ("args-item-number", {"spec.containers[1].args": ["sleep", 3600]},
+     ["spec.containers[1].args[1]: Invalid value: 3600: must be a string (put it in quotes)"]),
+    # --- ports
+    ("port-70000", {f"{C0}.ports[0].containerPort": 70000},
+     [f"{C0}.ports[0].containerPort: Invalid value: 70000: {PORT_RANGE}"]),
+    ("port-10e30", {f"{C0}.ports[0].containerPort": 10**30},
+     [f"{C0}.ports[0].containerPort: Invalid value: 1000000000000000000000000000000: "
+      f"{PORT_RANGE}"]),
+    ("port-negative", {f"{C0}.ports[0].containerPort": -80},
+     [f"{C0}.ports[0].containerPort: Invalid value: -80: {PORT_RANGE}"]),
+    ("port-missing", {f"{C0}.ports[0].containerPort": DELETE},
+     [f"{C0}.ports[0].containerPort: Required value"]),
+    ("port-true", {f"{C0}.ports[0].containerPort": True},
+     [f"{C0}.ports[0].containerPort: Invalid value: true: must be an integer"]),
+    ("port-string", {f"{C0}.ports[0].containerPort": "80"},
+     [f'{C0}.ports[0].containerPort: Invalid value: "80": must be an integer']),
+    ("hostPort-negative", {f"{C0}.ports[0].hostPort": -1},
+     [f"{C0}.ports[0].hostPort: Invalid value: -1: {PORT_RANGE}"]),
+    ("hostPort-zero-is-none", {f"{C0}.ports[0].hostPort": 0}, []),
+    ("protocol-lowercase", {f"{C0}.ports[0].protocol": "tcp"},
+     [f'{C0}.ports[0].protocol: Unsupported value: "tcp": supported values: '
+      '"SCTP", "TCP", "UDP"']),
+    ("port-name-too-long", {f"{C0}.ports[0].name": "a-very-long-port-name",
+                            f"{C0}.livenessProbe.httpGet.port": 80},
+     [f'{C0}.ports[0].name: Invalid value: "a-very-long-port-name": '
+      "must be no more than 15 characters"]),
+    ("port-name-digits-only", {f"{C0}.ports[0].name": "8080",
+                               f"{C0}.livenessProbe.httpGet.port": 80},
+     [f'{C0}.ports[0].name: Invalid value: "8080": must contain at least one letter (a-z)']),
+    ("port-name-duplicate", {f"{C0}.ports": [{"name": "http", "containerPort": 80},
+                                             {"name": "http", "containerPort": 81}]},
+     [f'{C0}.ports[1].name: Duplicate value: "http"']),
+    ("hostIP-bad", {f"{C0}.ports[0].hostIP": "localhost"},
+     [f'{C0}.ports[0].hostIP: Invalid value: "localhost": must be a valid IP address, '
+      "(e.g. 10.9.8.7 or 2001:db8::ffff)"]),
+    ("ports-is-mapping", {f"{C0}.ports": {"containerPort": 80}},
+     [f'{C0}.ports: Invalid value: {{"containerPort": 80}}: must be a list of ports']),
+    # --- env
+    ("env-name-digit", {f"{C0}.env[0].name": "1MODE"},
+     [f'{C0}.env[0].name: Invalid value: "1MODE": {ENV_NAME_MSG}']),
+    ("env-name-missing", {f"{C0}.env[0].name": DELETE}, [f"{C0}.env[0].name: Required value"]),
+    ("env-value-number", {f"{C0}.env[0].value": 5},
+     [f"{C0}.env[0].value: Invalid value: 5: must be a string (put it in quotes)"]),
+    ("env-value-and-valueFrom", {f"{C0}.env[1].value": "x"},
+     [f'{C0}.env[1].valueFrom: Invalid value: "": '
+      "may not be specified when `value` is not empty"]),
+    ("env-valueFrom-empty", {f"{C0}.env[1].valueFrom": {}},
+     [f'{C0}.env[1].valueFrom: Invalid value: "": must specify one of: `fieldRef`, '
+      "`resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"]),
+    ("env-valueFrom-two", {f"{C0}.env[1].valueFrom.configMapKeyRef": {"name": "c", "key": "k"}},
+     [f'{C0}.env[1].valueFrom: Invalid value: "": '
+      "may not have more than one field specified at a time"]),
+    ("env-fieldPath-unknown", {f"{C0}.env[1].valueFrom.fieldRef.fieldPath": "spec.hostname"},
+     [f'{C0}.env[1].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.hostname": '
+      'supported values: "metadata.name", "metadata.namespace", "metadata.uid", '
+      '"spec.nodeName", "spec.serviceAccountName", "status.hostIP", "status.hostIPs", '
+      '"status.podIP", "status.podIPs"']),
+    ("env-fieldPath-bad-subscript",
+     {f"{C0}.env[2].valueFrom.fieldRef.fieldPath": "spec.nodeName['x']"},
+     [f'{C0}.env[2].valueFrom.fieldRef: Invalid value: "spec.nodeName": '
+      "does not support subscript"]),
+    ("env-secret-key-missing", {f"{C0}.env[3].valueFrom.secretKeyRef.key": DELETE},
+     [f"{C0}.env[3].valueFrom.secretKeyRef.key: Required value"]),
+    ("env-is-mapping", {f"{C0}.env": {"MODE": "prod"}},
+     [f'{C0}.env: Invalid value: {{"MODE": "prod"}}: must be a list of environment variables']),
+    # --- volumes and mounts
+    ("mount-unknown-volume", {f"{C0}.volumeMounts[0].name": "cache"},
+     [f'{C0}.volumeMounts[0].name: Not found: "cache"']),
+    ("mount-path-missing", {f"{C0}.volumeMounts[0].mountPath": DELETE},
+     [f"{C0}.volumeMounts[0].mountPath: Required value"]),
+    ("mount-path-twice", {f"{C0}.volumeMounts[1].mountPath": "/data"},
+     [f'{C0}.volumeMounts[1].mountPath: Invalid value: "/data": must be unique']),
+    ("mount-readOnly-string", {f"{C0}.volumeMounts[1].readOnly": "true"},
+     [f'{C0}.volumeMounts[1].readOnly: Invalid value: "true": '
+      "must be a boolean (true or false)"]),
+    ("volume-name-duplicate", {"spec.volumes[1].name": "data"},
+     # The mount of "logs" now names no volume: reported too.
+     ['spec.volumes[1].name: Duplicate value: "data"',
+      f'{C0}.volumeMounts[1].name: Not found: "logs"']),
+    ("volume-name-bad", {"spec.volumes[0].name": "Data", f"{C0}.volumeMounts[0].name": "Data"},
+     [f'spec.volumes[0].name: Invalid value: "Data": {LABEL_MSG}']),
+    ("volume-no-source", {"spec.volumes[0].emptyDir": DELETE},
+     ["spec.volumes[0]: Required value: must specify a volume type"]),
+    ("volume-two-sources", {"spec.volumes[0].hostPath": {"path": "/x"}},
+     ["spec.volumes[0].emptyDir: Forbidden: may not specify more than 1 volume type"]),
+    ("volume-other-source", {"spec.volumes[0]": {"name": "data",
+                                                 "persistentVolumeClaim": {"claimName": "c"}}},
+     []),
+    ("hostPath-no-path", {"spec.volumes[1].hostPath.path": DELETE},
+     ["spec.volumes[1].hostPath.path: Required value"]),
+    ("hostPath-type-bad", {"spec.volumes[1].hostPath.type": "Dir"},
+     ['spec.volumes[1].hostPath.type: Unsupported value: "Dir": supported values: "", '
+      '"BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", '
+      '"FileOrCreate", "Socket"']),
+    ("emptyDir-medium-bad", {"spec.volumes[0].emptyDir.medium": "Disk"},
+     ['spec.volumes[0].emptyDir.medium: Unsupported value: "Disk": supported values: '
+      '"", "HugePages", "Memory"']),
+    ("emptyDir-sizeLimit-negative", {"spec.volumes[0].emptyDir.sizeLimit": "-1Gi"},
+     ['spec.volumes[0].emptyDir.sizeLimit: Invalid value: "-1Gi": '
+      "must be greater than or equal to 0"]),
+    ("volumes-is-string", {"spec.volumes": "data", f"{C0}.volumeMounts": DELETE},
+     ['spec.volumes: Invalid value: "data": must be a list of volumes']),
+    # --- resources
+    ("request-over-limit", {f"{C0}.resources.requests.cpu": "1"},
+     [f'{C0}.resources.requests: Invalid value: "1": '
+      "must be less than or equal to cpu limit of 500m"]),
+    ("memory-negative", {f"{C0}.resources.limits.memory": "-128Mi"},
+     [f'{C0}.resources.limits[memory]: Invalid value: "-128Mi": '
+      "must be greater than or equal to 0"]),
+    ("numbers-are-quantities", {f"{C0}.resources.limits.cpu": 1,
+                                f"{C0}.resources.requests.cpu": 0.5}, []),
+    ("unknown-resource", {f"{C0}.resources.limits.gpu": "1"},
+     [f'{C0}.resources.limits[gpu]: Invalid value: "gpu": '
+      "must be a standard resource for containers"]),
+    ("extended-resource-unequal",
+     {f"{C0}.resources.limits[example.com/gpu]": "2",
+      f"{C0}.resources.requests[example.com/gpu]": "1"},
+     [f'{C0}.resources.requests: Invalid value: "1": '
+      "must be equal to example.com/gpu limit of 2"]),
+    ("limits-is-list", {f"{C0}.resources.limits": ["cpu"],
+                        f"{C0}.resources.requests": DELETE},
+     [f'{C0}.resources.limits: Invalid value: ["cpu"]: must be an object']),
+    ("cpu-bool", {f"{C0}.resources.requests.cpu": True},
+     [f'{C0}.resources.requests[cpu]: Invalid value: true: '
+      'must be a quantity such as "500m" or "128Mi"']),
+    # --- probes
+    ("probe-no-handler", {f"{C0}.livenessProbe.httpGet": DELETE},
+     [f"{C0}.livenessProbe: Required value: must specify a handler type"]),
+    ("probe-two-handlers", {f"{C0}.livenessProbe.tcpSocket": {"port": 80}},
+     [f"{C0}.livenessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type"]),
+    ("probe-port-unknown-name", {f"{C0}.livenessProbe.httpGet.port": "metrics"},
+     [f'{C0}.livenessProbe.httpGet.port: Not found: "metrics": '
+      "no port of the container has this name"]),
+    ("probe-port-missing", {f"{C0}.livenessProbe.httpGet.port": DELETE},
+     [f"{C0}.livenessProbe.httpGet.port: Required value"]),
+    ("probe-port-huge", {f"{C0}.readinessProbe.tcpSocket.port": 10**30},
+     [f"{C0}.readinessProbe.tcpSocket.port: Invalid value: "
+      f"1000000000000000000000000000000: {PORT_RANGE}"]),
+    ("probe-scheme", {f"{C0}.livenessProbe.httpGet.scheme": "FTP"},
+     [f'{C0}.livenessProbe.httpGet.scheme: Unsupported value: "FTP": '
+      'supported values: "HTTP", "HTTPS"']),
+    ("probe-period-zero", {f"{C0}.livenessProbe.periodSeconds": 0},
+     [f"{C0}.livenessProbe.periodSeconds: Invalid value: 0: "
+      "must be greater than or equal to 1"]),
+    ("probe-delay-negative", {f"{C0}.livenessProbe.initialDelaySeconds": -5},
+     [f"{C0}.livenessProbe.initialDelaySeconds: Invalid value: -5: "
+      "must be greater than or equal to 0"]),
+    ("probe-period-int32-overflow", {f"{C0}.livenessProbe.periodSeconds": 2**31},
+     [f"{C0}.livenessProbe.periodSeconds: Invalid value: 2147483648: "
+      "must be less than or equal to 2147483647"]),
+    ("liveness-success-threshold", {f"{C0}.livenessProbe.successThreshold": 2},
+     [f"{C0}.livenessProbe.successThreshold: Invalid value: 2: must be 1"]),
+    ("startup-success-threshold", {"spec.containers[1].startupProbe.successThreshold": 3},
+     ["spec.containers[1].startupProbe.successThreshold: Invalid value: 3: must be 1"]),
+    ("exec-empty-command", {"spec.containers[1].startupProbe.exec.command": []},
+     ["spec.containers[1].startupProbe.exec.command: Required value"]),
+    ("probe-is-list", {f"{C0}.livenessProbe": [{"httpGet": {"port": 80}}]},
+     [f'{C0}.livenessProbe: Invalid value: [{{"httpGet": {{"port": 80}}}}]: '
+      "must be an object"]),
+    # --- many problems at once: all are reported, in document order
+    ("all-errors-at-once",
+     {"metadata.name": "Web_1", f"{C0}.image": DELETE,
+      f"{C0}.ports[0].containerPort": 70000, "spec.restartPolicy": "Sometimes"},
+     [f'metadata.name: Invalid value: "Web_1": {SUBDOMAIN_MSG}',
+      f"{C0}.image: Required value",
+      f"{C0}.ports[0].containerPort: Invalid value: 70000: {PORT_RANGE}",
+      'spec.restartPolicy: Unsupported value: "Sometimes": supported values: '
+      '"Always", "Never", "OnFailure"']),
+    # --- unknown fields are kept and ignored
+    ("unknown-fields-ignored", {"spec.futureField": {"x": 1}, f"{C0}.someFlag": True}, []),
+]
+
+
+@pytest.mark.parametrize("changes, expected",
+                         [pytest.param(c, e, id=i) for i, c, e in INVALID_PODS])
+def test_validate_pod(changes, expected):
+    errors = validate_pod(with_changes(valid_pod(), changes))
+    assert [str(e) for e in errors] == expected
+    assert all(isinstance(e, FieldError) for e in errors)
+
+
+def test_error_fields_are_separate_values():
+    changed = with_changes(valid_pod(), {f"{C0}.ports[0].containerPort": 70000})
+    assert validate_pod(changed) == [
+        FieldError(f"{C0}.ports[0].containerPort", INVALID, 70000, PORT_RANGE)]
+
+
+# --------------------------------------------------------------- printing
+
+@pytest.mark.parametrize("error, text", [
+    pytest.param(FieldError("a.b", REQUIRED, None), "a.b: Required value", id="required"),
+    pytest.param(FieldError("a.b", REQUIRED, None, "why"), "a.b: Required value: why",
+                 id="required-detail"),
+    pytest.param(FieldError("a", INVALID, "x", "bad"), 'a: Invalid value: "x": bad',
+                 id="invalid-string"),
+    pytest.param(FieldError("a", INVALID, 7, "bad"), "a: Invalid value: 7: bad",
+                 id="invalid-number"),
+    pytest.param(FieldError("a", INVALID, False, "bad"), "a: Invalid value: false: bad",
+                 id="invalid-bool"),
+    pytest.param(FieldError("a", INVALID, None, "bad"), "a: Invalid value: null: bad",
+                 id="invalid-null"),
+    pytest.param(FieldError("a", INVALID, 'say "hi"\n', "bad"),
+                 'a: Invalid value: "say \\"hi\\"\\n": bad', id="invalid-escapes"),
+    pytest.param(FieldError("a", NOT_SUPPORTED, "x", 'supported values: "y"'),
+                 'a: Unsupported value: "x": supported values: "y"', id="unsupported"),
+    pytest.param(FieldError("a", DUPLICATE, "x"), 'a: Duplicate value: "x"', id="duplicate"),
+    pytest.param(FieldError("a", NOT_FOUND, "x"), 'a: Not found: "x"', id="not-found"),
+    pytest.param(FieldError("a", TOO_LONG, "x" * 300, "may not be more than 253 bytes"),
+                 "a: Too long: may not be more than 253 bytes", id="too-long"),
+    pytest.param(FieldError("a", FORBIDDEN, None, "not allowed"), "a: Forbidden: not allowed",
+                 id="forbidden"),
+    pytest.param(FieldError("", INVALID, [], "must be an object"),
+                 "Invalid value: []: must be an object", id="root"),
+])
+def test_field_error_str(error, text):
+    assert str(error) == text
+
+
+@pytest.mark.parametrize("value, text", [
+    pytest.param(10**5000, "<an integer of 16610 bits>", id="int-too-big-to-print"),
+    pytest.param(1e30, "1e+30", id="float-exponent"),
+    pytest.param(80.0, "80", id="whole-float"),
+    pytest.param("\x01", '"\\x01"', id="control-char"),
+    pytest.param({"a": "x" * 200}, '{"a": "' + "x" * 70 + "...", id="long-object-cut"),
+])
+def test_format_value(value, text):
+    assert format_value(value) == text
+
+
+# ------------------------------------------------------- names and labels
+
+@pytest.mark.parametrize("check, value, valid", [
+    pytest.param(is_dns1123_label, "my-name", True, id="label-ok"),
+    pytest.param(is_dns1123_label, "123-abc", True, id="label-leading-digit"),
+    pytest.param(is_dns1123_label, "-a", False, id="label-leading-dash"),
+    pytest.param(is_dns1123_label, "a.b", False, id="label-dot"),
+    pytest.param(is_dns1123_label, "a" * 64, False, id="label-64"),
+    pytest.param(is_dns1123_label, "a\n", False, id="label-trailing-newline"),
+    pytest.param(is_dns1123_subdomain, "example.com", True, id="subdomain-ok"),
+    pytest.param(is_dns1123_subdomain, "a..b", False, id="subdomain-empty-part"),
+    pytest.param(is_dns1123_subdomain, "w\u0435b", False, id="subdomain-cyrillic"),
+    pytest.param(is_qualified_name, "example.com/MyName", True, id="qualified-prefixed"),
+    pytest.param(is_qualified_name, "a/b/c", False, id="qualified-two-slashes"),
+    pytest.param(is_qualified_name, "/x", False, id="qualified-empty-prefix"),
+    pytest.param(is_qualified_name, "x" * 64, False, id="qualified-name-64"),
+    pytest.param(is_valid_label_value, "", True, id="label-value-empty"),
+    pytest.param(is_valid_label_value, "My_Value.1", True, id="label-value-ok"),
+    pytest.param(is_valid_label_value, "v" * 64, False, id="label-value-64"),
+    pytest.param(is_valid_port_name, "http-alt", True, id="port-name-ok"),
+    pytest.param(is_valid_port_name, "a--b", False, id="port-name-double-dash"),
+    pytest.param(is_valid_port_name, "HTTP", False, id="port-name-uppercase"),
+])
+def test_name_checks(check, value, valid):
+    assert (check(value) == []) is valid
+
+
+def test_qualified_name_reports_each_part():
+    assert is_qualified_name("/" + "x" * 64) == [
+        "prefix part must be non-empty", "name part must be no more than 63 characters"]
+
+
+@pytest.mark.parametrize("meta, namespaced, expected", [
+    pytest.param({"name": "a", "namespace": "b"}, True, [], id="namespaced-ok"),
+    pytest.param({"name": "a"}, True, [], id="namespace-optional"),
+    pytest.param({"name": "node-1", "namespace": "x"}, False,
+                 ["metadata.namespace: Forbidden: not allowed on this type"],
+                 id="cluster-scoped-with-namespace"),
+    pytest.param(None, True, ["metadata.name: Required value: name or generateName is required"],
+                 id="missing"),
+    pytest.param({"name": "a", "uid": 5}, True,
+                 ["metadata.uid: Invalid value: 5: must be a string (put it in quotes)"],
+                 id="uid-number"),
+])
+def test_validate_object_meta(meta, namespaced, expected):
+    assert [str(e) for e in validate_object_meta(meta, namespaced=namespaced)] == expected
+
+
+def test_labels_and_annotations_helpers_take_a_path():
+    assert [str(e) for e in validate_labels({"a": "-"}, "spec.nodeSelector")] == [
+        f'spec.nodeSelector: Invalid value: "-": {LABEL_VALUE_MSG}']
+    # Annotation keys may use capitals (they are checked in lower case).
+    assert validate_annotations({"Example.COM/Key": "v"}) == []
+
+
+# ------------------------------------------------------- hostile input
+
+JUNK = [None, "x", "", 5, -1, 0, True, 1.5, float("nan"), float("inf"), 10**30, 10**5000,
+        [], [None], [[[]]], {}, {"a": {"b": []}}, "w\u0435b", "\ud800", "\x00", "a" * 10000]
+
+
+def _all_paths(value, path=()):
+    """Every path into value (keys and list indexes)."""
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _all_paths(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _all_paths(v, path + (i,))
+
+
+@pytest.mark.parametrize("junk", [pytest.param(j, id=f"junk{i}") for i, j in enumerate(JUNK)])
+def test_junk_at_every_level_gives_errors_not_exceptions(junk):
+    pod = valid_pod()
+    for path in _all_paths(pod):
+        if not path:
+            continue
+        broken = copy.deepcopy(pod)
+        target = broken
+        for k in path[:-1]:
+            target = target[k]
+        target[path[-1]] = junk
+        errors = validate_pod(broken)
+        assert all(isinstance(e, FieldError) for e in errors)
+        for error in errors:
+            str(error)  # printing never fails either
+
+
+@pytest.mark.parametrize("obj", [
+    pytest.param(None, id="null"), pytest.param([1, 2], id="list"),
+    pytest.param("Pod", id="string"), pytest.param(10**30, id="huge-int"),
+    pytest.param({"spec": {"containers": [[[[[]]]]]}}, id="nested-lists"),
+    pytest.param({1: 2, None: "x", "spec": {"containers": [{1: 2}]}}, id="non-string-keys"),
+])
+def test_non_pod_values_give_errors(obj):
+    errors = validate_pod(obj)
+    assert errors and all(isinstance(e, FieldError) for e in errors)
+
+
+def test_deeply_nested_unknown_field_is_harmless():
+    deep = []
+    for _ in range(10_000):
+        deep = [deep]
+    assert validate_pod(with_changes(valid_pod(), {"spec.junk": deep})) == []
