@@ -18,7 +18,8 @@ from pathlib import Path
 
 import requests
 from rich.console import Console
-from rich.table import Table
+
+from get_pods import ready, status_column, table
 
 HERE = Path(__file__).resolve().parent
 NODE = "demo-node"
@@ -34,20 +35,11 @@ def free_port(preferred: int) -> int:
         return sock.getsockname()[1]
 
 
-def restarts(pod: dict) -> int:
-    return sum(s["restartCount"] for s in pod["status"].get("containerStatuses", []))
-
-
-def ready(pod: dict) -> str:
-    statuses = pod["status"].get("containerStatuses", [])
-    return f"{sum(s['ready'] for s in statuses)}/{len(pod['spec']['containers'])}"
-
-
 # What each example should show before the demo moves on.
 EXPECTED = {
     "two-containers": lambda p: p["status"].get("phase") == "Running" and ready(p) == "2/2",
     "web": lambda p: ready(p) == "1/1",
-    "crasher": lambda p: restarts(p) >= 1,
+    "crasher": lambda p: status_column(p) == "CrashLoopBackOff",
     "one-shot": lambda p: p["status"].get("phase") == "Succeeded",
 }
 
@@ -71,17 +63,8 @@ def wait_for_examples(url: str, kubelet: subprocess.Popen, timeout: float = 90) 
 
 
 def show(pods: list[dict]) -> None:
-    table = Table(title=f"pods on {NODE} (from the kubelet's /pods)")
-    for column in ("NAME", "READY", "STATUS", "RESTARTS", "IP"):
-        table.add_column(column)
-    for pod in pods:
-        status = pod["status"]
-        phase = status.get("phase", "")
-        for container in status.get("containerStatuses", []):
-            reason = container["state"].get("waiting", {}).get("reason")
-            phase = reason if reason and reason != "ContainerCreating" else phase
-        table.add_row(pod["metadata"]["name"], ready(pod), phase, str(restarts(pod)), status.get("podIP", ""))
-    console.print(table)
+    console.print(f"[bold]pods on {NODE}[/bold] (python 01-kubelet/get_pods.py)")
+    print(table(pods))
 
 
 def main() -> int:

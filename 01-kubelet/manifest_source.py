@@ -73,25 +73,25 @@ class FileSource:
         try:
             manifests = load_manifests(path)
         except ManifestError as error:
-            self.log.error("manifest skipped", obj=os.path.basename(path), error=str(error))
+            where = f"{error.filename}:{error.line}" if error.line else error.filename
+            self.log.error(f"manifest skipped: {error.message}", obj=where)
             return result
         for manifest in manifests:
             obj = manifest.obj
             where = f"{manifest.filename}:{manifest.line}"
             if obj.get("kind") != "Pod" or obj.get("apiVersion") != "v1":
-                self.log.error("manifest skipped", obj=where, error=f"kind {obj.get('kind')!r} "
-                               f"(apiVersion {obj.get('apiVersion')!r}) is not a v1 Pod; a kubelet runs only Pods")
+                self.log.error(f"manifest skipped: kind {obj.get('kind')!r} (apiVersion {obj.get('apiVersion')!r}) "
+                               "is not a v1 Pod; a kubelet runs only Pods", obj=where)
                 continue
             pod = apply_pod_defaults(obj)
             errors = validate_pod(pod)
             if not errors and (pod.get("spec") or {}).get("initContainers"):
-                self.log.error("manifest skipped", obj=where,
-                               error="spec.initContainers: this kubelet does not run init containers yet")
+                self.log.error("manifest skipped: spec.initContainers: this kubelet does not run "
+                               "init containers yet", obj=where)
                 continue
             if errors:
                 for error in errors:
-                    self.log.error("manifest skipped", obj=f"{manifest.filename}:{manifest.line_of(error.path)}",
-                                   error=str(error))
+                    self.log.error(f"manifest skipped: {error}", obj=f"{manifest.filename}:{manifest.line_of(error.path)}")
                 continue
             self._complete(pod)
             key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
@@ -123,6 +123,6 @@ class FileSource:
                 owners[key] = path
                 pods[pod["metadata"]["uid"]] = pod
         for message in sorted(duplicates - self._reported_duplicates):
-            self.log.error("manifest skipped", error=message)
+            self.log.error(f"manifest skipped: {message}")
         self._reported_duplicates = duplicates
         return pods

@@ -20,6 +20,7 @@ class Backoff:
         self._entries: dict[object, tuple[float, float]] = {}  # key -> (delay, last update)
         self._lock = threading.Lock()
 
+    # [START backoff]
     def next(self, key) -> float:
         """Record one more failure for key; return the delay now in force."""
         now = self._clock()
@@ -49,6 +50,7 @@ class Backoff:
         if now - updated > 2 * self.maximum:
             return False
         return now - event_time < delay
+    # [END backoff]
 
     def forget(self, key) -> None:
         with self._lock:
