@@ -22,6 +22,15 @@ from common.quantity import parse_quantity
 NEVER = "0001-01-01T00:00:00Z"  # Docker's zero time: not started / not finished
 
 
+class StartError(Exception):
+    """Docker created the container but could not start it (e.g. its
+    command is not in the image). The container stays, with State.Error."""
+
+    def __init__(self, container_id: str, message: str):
+        super().__init__(message)
+        self.container_id = container_id
+
+
 class ImagePullError(Exception):
     """The image could not be pulled (ErrImagePull) or may not be (ErrImageNeverPull)."""
 
@@ -126,8 +135,11 @@ class DockerRuntime:
                     info = _info(self.api.inspect_container(summary["Id"]))
                 except docker.errors.NotFound:
                     continue  # removed since the listing
-                with self._lock:
-                    self._inspected[key] = info
+                # "created" is not cached: between create and a failed start
+                # it changes (State.Error is set) without changing state.
+                if info.state != "created":
+                    with self._lock:
+                        self._inspected[key] = info
             infos.append(info)
         with self._lock:
             for key in [k for k in self._inspected if k not in seen]:
@@ -193,13 +205,24 @@ class DockerRuntime:
             size = f",size={parse_quantity(spec['sizeLimit']).value()}" if spec.get("sizeLimit") else ""
             options = {"type": "tmpfs", "device": "tmpfs", "o": "mode=1777" + size}
         try:
-            self.api.inspect_volume(name)
+            existing = self.api.inspect_volume(name)
+            if (existing.get("Options") or {}) == options:
+                return name
+            self.api.remove_volume(name)  # its medium or size changed (the pod was recreated)
         except docker.errors.NotFound:
-            self.api.create_volume(name, driver="local", driver_opts=options, labels={
-                cfg.LABEL_POD_UID: uid, cfg.LABEL_NODE_NAME: self.node_name,
-                cfg.LABEL_POD_NAME: pod["metadata"]["name"],
-                cfg.LABEL_POD_NAMESPACE: pod["metadata"]["namespace"]})
+            pass
+        self.api.create_volume(name, driver="local", driver_opts=options, labels={
+            cfg.LABEL_POD_UID: uid, cfg.LABEL_NODE_NAME: self.node_name,
+            cfg.LABEL_POD_NAME: pod["metadata"]["name"],
+            cfg.LABEL_POD_NAMESPACE: pod["metadata"]["namespace"]})
         return name
+
+    def sandbox_mounts(self, pod: dict) -> list[Mount]:
+        """The pause container keeps every emptyDir mounted, so a tmpfs
+        (medium: Memory) lives as long as the pod, not only while some app
+        container runs: Docker unmounts a tmpfs volume nobody uses."""
+        return [Mount(f"/volumes/{v['name']}", self._empty_dir(pod, v), type="volume")
+                for v in cfg.empty_dirs(pod)]
 
     def list_volume_pods(self, all_nodes: bool = False) -> dict[str, str]:
         """emptyDir volume name -> pod uid, for this node's volumes."""
@@ -229,6 +252,7 @@ class DockerRuntime:
             network_mode="host" if host_network else "bridge",
             port_bindings=None if host_network else bindings,
             ipc_mode="shareable",  # the app containers join it, as they join its network
+            mounts=self.sandbox_mounts(pod),
         )
         container = self.api.create_container(
             image, name=cfg.docker_name(pod, cfg.SANDBOX_NAME, attempt),
@@ -236,7 +260,11 @@ class DockerRuntime:
             labels=labels, host_config=host_config,
             ports=None if host_network else [(int(port), proto) for port, proto in
                                               (key.split("/") for key in bindings)])
-        self.api.start(container["Id"])
+        try:
+            self.api.start(container["Id"])
+        except docker.errors.APIError:
+            self.remove(container["Id"])  # e.g. its host port is taken: try afresh later
+            raise
         # [END pause-container]
         return container["Id"]
 
@@ -262,11 +290,11 @@ class DockerRuntime:
         # [END app-container]
         try:
             self.api.start(created["Id"])
-        except docker.errors.APIError:
-            # The container exists with State.Error set (e.g. its command is
-            # not in the image); the kubelet reports it as terminated and
-            # restarts it with back-off like any other failure.
-            pass
+        except docker.errors.APIError as error:
+            # The container stays, with State.Error set; its status reads
+            # terminated (StartError) and it restarts with back-off like any
+            # other failure.
+            raise StartError(created["Id"], _explain(error)) from None
         return created["Id"]
 
     def stop(self, container_id: str, grace_period: int) -> None:
@@ -289,10 +317,18 @@ class DockerRuntime:
         return self.api.logs(container_id, stream=follow, follow=follow, timestamps=timestamps,
                              tail="all" if tail is None else tail)
 
-    def exec(self, container_id: str, command: list[str]) -> tuple[int, bytes]:
-        run = self.api.exec_create(container_id, command, stdout=True, stderr=True)
-        output = self.api.exec_start(run["Id"])
-        return self.api.exec_inspect(run["Id"]).get("ExitCode") or 0, output
+    def exec(self, container_id: str, command: list[str], timeout: float) -> tuple[int, bytes]:
+        """Run a command in a container (an exec probe). Its own client, with
+        the probe's timeout on the socket: one hanging probe must not hold a
+        connection another needs. On timeout the command keeps running in
+        the container, as it does under Kubernetes with Docker."""
+        client = docker.from_env(timeout=timeout)
+        try:
+            run = client.api.exec_create(container_id, command, stdout=True, stderr=True)
+            output = client.api.exec_start(run["Id"])
+            return client.api.exec_inspect(run["Id"]).get("ExitCode") or 0, output
+        finally:
+            client.close()
 
     def version(self) -> str:
         return self.api.version().get("Version", "unknown")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import logging
 import os
 import signal
 import socket
@@ -25,10 +26,11 @@ import docker.errors
 import pod_config as cfg
 from common.backoff import Backoff
 from common.log import EventLogger, get_logger
-from docker_runtime import ContainerInfo, DockerRuntime, ImagePullError
+from docker_runtime import ContainerInfo, DockerRuntime
 from manifest_source import FileSource
-from pod_actions import PodActions, compute_pod_actions
-from pod_status import Waiting, pod_status
+from pod_actions import compute_pod_actions
+from pod_status import pod_status
+from pod_worker import PodWorker, WaitingReasons
 from probes import ProbeManager
 
 
@@ -41,26 +43,25 @@ class Kubelet:
         self.runtime = runtime
         self.sources = sources
         self.log = log
-        self.pause_image = pause_image
         self.host_ip = host_ip
         self.sync_frequency = sync_frequency
         self.crash_backoff = Backoff(backoff_initial, backoff_max, clock=time.time)
         self.start_backoff = Backoff(backoff_initial, backoff_max, clock=time.time)
+        self.waiting = WaitingReasons()
+        self.worker = PodWorker(runtime, log, self.waiting, self.crash_backoff, self.start_backoff,
+                                pause_image, host_ip)
         self.probes = ProbeManager(runtime, log, on_change=self.wake)
-        # What the kubelet remembers between syncs. None of it is needed to
-        # converge after a restart; it makes status richer (waiting reasons,
-        # when a pod was first seen) and back-off possible.
+        # What the sync loop remembers between syncs. None of it is needed
+        # to converge after a restart; it makes status richer.
         self.pods: dict[str, dict] = {}                       # uid -> desired pod
+        self.containers: dict[str, list[ContainerInfo]] = {}  # uid -> its Docker containers
         self.statuses: dict[str, dict] = {}                   # uid -> last computed status
-        self.waiting: dict[str, dict[str, Waiting]] = defaultdict(dict)  # uid -> container -> why
         self.first_seen: dict[str, float] = {}
         self.pod_ips: dict[str, str] = {}
-        self.containers: dict[str, list[ContainerInfo]] = {}  # uid -> its Docker containers
         self._running_logged: set[str] = set()
         self._reported_dead: set[str] = set()
         self._started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        # One worker per pod at a time, several pods in parallel, so a slow
-        # image pull or a long graceful stop never holds up the other pods.
+        # One worker per pod at a time, several pods in parallel.
         self._workers = ThreadPoolExecutor(max_workers=parallel_pod_workers, thread_name_prefix="pod-worker")
         self._busy: set[str] = set()
         self._done_at: dict[str, float] = {}
@@ -78,8 +79,8 @@ class Kubelet:
         while not self._stop.is_set():
             try:
                 self.sync_once()
-            except (docker.errors.DockerException, OSError) as error:
-                self.log.error("sync failed, retrying", error=str(error))
+            except Exception as error:  # Docker away, a bug: log it, never die
+                self.log.error("sync failed, retrying", error=f"{type(error).__name__}: {error}")
             self._wake.wait(self.sync_frequency)
             self._wake.clear()
 
@@ -94,41 +95,36 @@ class Kubelet:
         with self._lock:
             self.pods, self.containers = desired, dict(actual)
         for uid, pod in desired.items():
-            self.first_seen.setdefault(uid, time.time())
-            if self._fresh(uid, listed_at):
+            if self._may_sync(uid, listed_at):
                 self.sync_pod(pod, actual.get(uid, []))
-        for uid in set(actual) - set(desired):
-            if self._fresh(uid, listed_at):
-                self._submit(uid, self.kill_pod, uid, actual[uid])
+        for uid in set(actual) - set(desired):      # pods that are no longer wanted
+            if self._may_sync(uid, listed_at):
+                first = actual[uid][0]
+                key = f"{first.pod_namespace}/{first.pod_name}"
+                self._submit(uid, key, self.worker.kill_pod, key, uid, actual[uid])
         self._forget_gone_pods(desired, actual)
-        self._syncs += 1
-        if self._syncs % 30 == 1 and not self._busy:
-            # emptyDir volumes whose pod is gone (a kubelet killed between
-            # removing a pod's containers and its volumes leaves these).
-            self.remove_volumes(lambda owner: owner not in desired and owner not in actual)
-        self.probes.sync([(cfg.pod_key(self.pods[c.pod_uid]), spec, c.id, self.pod_ips.get(c.pod_uid, ""))
-                          for uid, pod in desired.items() for spec in pod["spec"]["containers"]
-                          for c in actual.get(uid, []) if c.name == spec["name"] and c.running])
+        self.probes.sync(self._running_app_containers(desired, actual))
 
     def sync_pod(self, pod: dict, containers: list[ContainerInfo]) -> None:
         """Compare, decide, hand the actions to a worker, report status."""
         uid = pod["metadata"]["uid"]
-        actions = compute_pod_actions(pod, containers, self.waiting[uid], self.probes.failed_liveness,
+        actions = compute_pod_actions(pod, containers, self.waiting.of(uid), self.probes.failed_liveness,
                                       self.crash_backoff, self.start_backoff)
-        self.waiting[uid].update(actions.waiting)
+        for name, waiting in actions.waiting.items():
+            self.waiting.set(uid, name, waiting)
         if actions:
-            self._submit(uid, self.apply_actions, pod, containers, actions)
+            self._submit(uid, cfg.pod_key(pod), self.worker.apply, pod, containers, actions)
         self._update_status(pod, containers)
     # [END sync-loop]
 
-    def _fresh(self, uid: str, listed_at: float) -> bool:
+    def _may_sync(self, uid: str, listed_at: float) -> bool:
         """May this pod be synced from a listing taken at listed_at? Not while
         its worker is busy, nor from a listing older than the worker's last
-        change (it would not show what the worker just did)."""
+        change: it would not show what the worker just did."""
         with self._lock:
             return uid not in self._busy and self._done_at.get(uid, 0) < listed_at
 
-    def _submit(self, uid: str, work, *args) -> None:
+    def _submit(self, uid: str, key: str, work, *args) -> None:
         with self._lock:
             self._busy.add(uid)
 
@@ -136,13 +132,23 @@ class Kubelet:
             try:
                 work(*args)
             except Exception as error:  # a worker must never die silently
-                self.log.error("pod sync failed", obj=uid, error=f"{type(error).__name__}: {error}")
+                self.log.error("pod sync failed", obj=key, error=f"{type(error).__name__}: {error}")
             finally:
                 with self._lock:
                     self._busy.discard(uid)
                     self._done_at[uid] = time.monotonic()
                 self.wake()
         self._workers.submit(run)
+
+    def _running_app_containers(self, desired: dict, actual: dict) -> list[tuple[str, dict, str, str]]:
+        """(pod key, container spec, container id, pod IP) for the probes."""
+        running = []
+        for uid, pod in desired.items():
+            specs = {c["name"]: c for c in pod["spec"]["containers"]}
+            for container in actual.get(uid, []):
+                if container.running and container.name in specs:
+                    running.append((cfg.pod_key(pod), specs[container.name], container.id, self.pod_ips.get(uid, "")))
+        return running
 
     def wake(self) -> None:
         self._wake.set()
@@ -151,98 +157,19 @@ class Kubelet:
         self._stop.set()
         self._wake.set()
 
-    # --- carrying out a pod's actions (in a worker thread) --------------------
-
-    def apply_actions(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
-        key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
-        self._stop_all([c for c, _ in actions.kill], key, reasons=dict((c.id, why) for c, why in actions.kill))
-        for container in actions.remove:
-            self.runtime.remove(container.id)
-        if actions.stop_sandbox:
-            sandbox = next(c for c in containers if c.name == cfg.SANDBOX_NAME and c.running)
-            self.runtime.stop(sandbox.id, cfg.grace_period(pod))
-            self.log.info("pod finished, sandbox stopped", obj=key)
-        sandbox_id = next((c.id for c in containers if c.name == cfg.SANDBOX_NAME and c.running
-                           and c not in actions.remove), None)
-        if actions.create_sandbox:
-            self.runtime.ensure_image(self.pause_image, "IfNotPresent")
-            sandbox_id = self.runtime.run_sandbox(pod, self.pause_image, actions.sandbox_attempt)
-            self.log.info("sandbox started", obj=key, container=sandbox_id[:12])
-        if sandbox_id and not self.pod_ips.get(uid):
-            self.pod_ips[uid] = self.runtime.inspect(sandbox_id).ip or self.host_ip
-        for start in actions.start:
-            self.start_container(pod, start.container, sandbox_id, start.restart_count, start.after_crash)
-
-    def start_container(self, pod: dict, container: dict, sandbox_id: str, restart_count: int,
-                        after_crash: bool) -> None:
-        key, uid, name = cfg.pod_key(pod), pod["metadata"]["uid"], container["name"]
-        try:
-            self.runtime.ensure_image(container["image"], container.get("imagePullPolicy", "IfNotPresent"))
-            env = cfg.container_env(pod, container, self.pod_ips.get(uid, ""), self.host_ip)
-            mounts = self.runtime.mounts(pod, container)
-            if after_crash:
-                self.crash_backoff.next((uid, name))
-            container_id = self.runtime.run_container(pod, container, sandbox_id, restart_count, env, mounts)
-        except ImagePullError as error:
-            return self._start_failed(key, uid, name, error.reason, str(error))
-        except cfg.ConfigError as error:
-            return self._start_failed(key, uid, name, "CreateContainerConfigError", str(error))
-        except docker.errors.APIError as error:
-            return self._start_failed(key, uid, name, "CreateContainerError", getattr(error, "explanation", None) or str(error))
-        self.waiting[uid].pop(name, None)
-        self.start_backoff.forget((uid, name))
-        self.log.info("container started", obj=key, container=name, id=container_id[:12],
-                      restartCount=restart_count or None)
-
-    def _start_failed(self, key: str, uid: str, name: str, reason: str, message: str) -> None:
-        delay = self.start_backoff.next((uid, name))
-        self.waiting[uid][name] = Waiting(reason, message, time.time())
-        self.log.warning("container not started", obj=key, container=name, reason=reason,
-                         error=message, retry_in=f"{delay:g}s")
-
-    def kill_pod(self, uid: str, containers: list[ContainerInfo]) -> None:
-        """The pod is no longer wanted: stop its containers gracefully (app
-        containers first, the pause container last), then remove them all."""
-        first = containers[0]
-        key = f"{first.pod_namespace}/{first.pod_name}"
-        apps = [c for c in containers if c.name != cfg.SANDBOX_NAME and c.running]
-        self._stop_all(apps, key, reasons={c.id: "the pod was deleted" for c in apps})
-        for container in containers:
-            if container.running:   # the pause container, last
-                self.runtime.stop(container.id, container.grace_period)
-            self.runtime.remove(container.id)
-        self.remove_volumes(lambda owner: owner == uid)
-        self.log.info("pod removed", obj=key)
-
-    def remove_volumes(self, unwanted) -> None:
-        for volume, owner in self.runtime.list_volume_pods().items():
-            if unwanted(owner):
-                self.runtime.remove_volume(volume)
-                self.log.info("volume removed", obj=volume)
-
-    def _stop_all(self, containers: list[ContainerInfo], key: str, reasons: dict[str, str]) -> None:
-        """Stop containers in parallel, so a pod takes one grace period to stop."""
-        threads = []
-        for container in containers:
-            self.log.info("stopping container", obj=key, container=container.name,
-                          reason=reasons.get(container.id), grace=f"{container.grace_period}s")
-            thread = threading.Thread(target=self.runtime.stop, args=(container.id, container.grace_period))
-            thread.start()
-            threads.append(thread)
-        for thread in threads:
-            thread.join()
-
     # --- status ---------------------------------------------------------------
 
     def _update_status(self, pod: dict, containers: list[ContainerInfo]) -> None:
         uid = pod["metadata"]["uid"]
         sandbox = next((c for c in containers if c.name == cfg.SANDBOX_NAME and c.running), None)
-        if sandbox and sandbox.ip:
-            self.pod_ips[uid] = sandbox.ip
-        elif sandbox and pod["spec"].get("hostNetwork"):
-            self.pod_ips[uid] = self.host_ip
-        status = pod_status(pod, containers, self.waiting[uid], self.probes.ready, self.pod_ips.get(uid, ""),
-                            self.host_ip, self.first_seen[uid], previous=self.statuses.get(uid))
+        if sandbox:
+            self.pod_ips[uid] = self.host_ip if pod["spec"].get("hostNetwork") else sandbox.ip
+        # startTime is when the kubelet first took the pod on; after a
+        # restart of the kubelet, the oldest of its containers tells.
+        oldest = min((c.created for c in containers), default=None)
+        started = self.first_seen.setdefault(uid, oldest or time.time())
+        status = pod_status(pod, containers, self.waiting.of(uid), self.probes.ready, self.pod_ips.get(uid, ""),
+                            self.host_ip, started, previous=self.statuses.get(uid))
         self._log_transitions(pod, self.statuses.get(uid), status, containers)
         self.statuses[uid] = status
 
@@ -277,15 +204,26 @@ class Kubelet:
 
     def _forget_gone_pods(self, desired: dict, actual: dict) -> None:
         live = set(desired) | set(actual)
-        for table in (self.statuses, self.waiting, self.first_seen, self.pod_ips):
+        for table in (self.statuses, self.first_seen, self.pod_ips):
             for uid in [u for u in table if u not in live]:
                 del table[uid]
+        self.waiting.keep_only(live)
+        with self._lock:
+            for uid in [u for u in self._done_at if u not in live and u not in self._busy]:
+                del self._done_at[uid]
         self._running_logged &= set(desired)
-        live_ids = {f"docker://{c.id}" for containers in actual.values() for c in containers}
-        self._reported_dead &= live_ids
-        keys = [(uid, c["name"]) for uid, pod in desired.items() for c in pod["spec"]["containers"]]
+        self._reported_dead &= {f"docker://{c.id}" for containers in actual.values() for c in containers}
+        keys = [cfg.backoff_key(pod, c) for pod in desired.values() for c in pod["spec"]["containers"]]
+        keys += [(uid, cfg.SANDBOX_NAME, cfg.sandbox_hash(pod)) for uid, pod in desired.items()]
         self.crash_backoff.forget_all_but(keys)
         self.start_backoff.forget_all_but(keys)
+        self._syncs += 1
+        if self._syncs % 30 == 1 and not self._busy:
+            # emptyDir volumes whose pod is gone (a kubelet killed between
+            # removing a pod's containers and its volumes leaves these).
+            self.worker.remove_volumes(lambda owner: owner not in live)
+
+    # --- what the read-only server asks -----------------------------------------
 
     def pod_list(self) -> dict:
         """A PodList of every pod with its latest status (for GET /pods)."""
@@ -302,13 +240,15 @@ class Kubelet:
                     return pod, self.containers.get(uid, [])
         return None, []
 
-    def shutdown(self, wait: float = 5.0) -> None:
-        """Stop syncing; leave every pod running, as the real kubelet does."""
+    def shutdown(self, wait: float = 5.0) -> bool:
+        """Stop syncing and let running workers finish their step for up to
+        `wait` seconds; True if they all did. Pods keep running."""
         self.probes.stop()
         self._workers.shutdown(wait=False, cancel_futures=True)
         deadline = time.monotonic() + wait
         while self._busy and time.monotonic() < deadline:
             time.sleep(0.05)
+        return not self._busy
 
 
 def cleanup(runtime: DockerRuntime, all_nodes: bool, log: EventLogger) -> int:
@@ -415,10 +355,14 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: kubelet.stop())
     kubelet.run()
-    kubelet.shutdown()
+    if not kubelet.shutdown():
+        log.warning("pod workers were still busy; their pods are picked up at the next start")
     log.info("kubelet stopped; its pods keep running", obj=args.node_name,
              hint="make clean-node removes them")
-    return 0
+    # Exit now rather than wait for a worker in a 30-second graceful stop:
+    # whatever it leaves half-done, the next kubelet converges from.
+    logging.shutdown()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pod_status import Waiting, latest_two
 
 # Failures before a container exists; retried with back-off.
 START_FAILURES = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull",
-                  "CreateContainerConfigError", "CreateContainerError")
+                  "CreateContainerConfigError", "CreateContainerError", "FailedCreatePodSandBox")
 
 
 @dataclass
@@ -26,6 +26,7 @@ class Start:
     container: dict       # the container's spec
     restart_count: int
     after_crash: bool     # counts toward the crash-loop back-off
+    backoff_key: tuple
 
 
 @dataclass
@@ -59,7 +60,7 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
                         failed_liveness: dict[str, str], crash_backoff: Backoff,
                         start_backoff: Backoff, now: float | None = None) -> PodActions:
     now = time.time() if now is None else now
-    spec, uid = pod["spec"], pod["metadata"]["uid"]
+    spec = pod["spec"]
     policy = spec.get("restartPolicy", "Always")
     actions = PodActions()
     sandboxes = sorted((c for c in containers if c.name == cfg.SANDBOX_NAME), key=_order, reverse=True)
@@ -69,38 +70,38 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
 
     apps = [c for c in containers if c.name != cfg.SANDBOX_NAME]
     for container in spec["containers"]:
-        name = container["name"]
+        name, key = container["name"], cfg.backoff_key(pod, container)
         current, previous = latest_two(apps, name)
         # Keep the current container and the one before it (for
         # `logs --previous` and lastState); older ones go.
         actions.remove += [c for c in apps if c.name == name and c not in (current, previous)]
         if current is None:
-            start = Start(container, 0, after_crash=False)
+            start = Start(container, 0, False, key)
         elif current.running:
             why = _why_kill(pod, container, current, sandbox if sandbox_ok else None, failed_liveness)
             if why is None:
                 continue                       # running as specified: nothing to do
             actions.kill.append((current, why))
-            if why.startswith("Liveness") or policy == "Never":
-                continue                       # it stops; restartPolicy decides on the next sync
-            start = Start(container, current.restart_count + 1, after_crash=False)
+            if policy == "Never" and not why.startswith("its spec"):
+                continue                       # stopped for good
+            start = Start(container, current.restart_count + 1, why.startswith("Liveness"), key)
         elif current.never_started:            # the kubelet died between create and start
             actions.remove.append(current)
-            start = Start(container, current.restart_count, after_crash=False)
+            start = Start(container, current.restart_count, False, key)
+        elif current.hash != key[2]:           # a new spec runs, whatever the restartPolicy
+            start = Start(container, current.restart_count + 1, False, key)
         elif should_restart(policy, current):
-            key = (uid, name)
             if crash_backoff.in_backoff_since(key, current.finished_at or now):
-                delay = crash_backoff.delay(key)
-                actions.waiting[name] = Waiting("CrashLoopBackOff", f"back-off {delay:g}s restarting failed "
-                                                f"container={name} pod={pod['metadata']['name']}_{pod['metadata']['namespace']}({uid})", now)
+                actions.waiting[name] = Waiting("CrashLoopBackOff", _crash_message(pod, name, crash_backoff.delay(key)),
+                                                now, key[2])
                 continue
-            start = Start(container, current.restart_count + 1, after_crash=True)
+            start = Start(container, current.restart_count + 1, True, key)
         else:
             continue                           # finished for good under restartPolicy
         before = waiting.get(name)
-        if before and before.reason in START_FAILURES and start_backoff.in_backoff_since((uid, name), before.since):
+        if _held_back(before, key, start_backoff):
             reason = "ImagePullBackOff" if before.reason == "ErrImagePull" else before.reason
-            actions.waiting[name] = Waiting(reason, before.message, before.since)
+            actions.waiting[name] = Waiting(reason, before.message, before.since, before.hash)
             continue
         actions.start.append(start)
 
@@ -113,6 +114,13 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
 
     still_running = [c for c in apps if c.running and c not in (k for k, _ in actions.kill)]
     if actions.start and not sandbox_ok:
+        failed = waiting.get(cfg.SANDBOX_NAME)
+        key = (pod["metadata"]["uid"], cfg.SANDBOX_NAME, cfg.sandbox_hash(pod))
+        if _held_back(failed, key, start_backoff):   # the last sandbox failed: wait
+            for start in actions.start:
+                actions.waiting[start.container["name"]] = Waiting("ContainerCreating", failed.message, failed.since)
+            actions.start = []
+            return actions
         # A new sandbox is a new network namespace: everything restarts in it.
         actions.create_sandbox = True
         actions.sandbox_attempt = sandbox.restart_count + 1 if sandbox else 0
@@ -123,6 +131,18 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
         actions.stop_sandbox = True            # every container is done for good
     return actions
 # [END compute-pod-actions]
+
+
+def _held_back(failure: Waiting | None, key: tuple, start_backoff: Backoff) -> bool:
+    """Did the last attempt to start this very spec fail, and is its
+    back-off still running?"""
+    return (failure is not None and failure.reason in START_FAILURES and failure.hash == key[2]
+            and start_backoff.in_backoff_since(key, failure.since))
+
+
+def _crash_message(pod: dict, name: str, delay: float) -> str:
+    meta = pod["metadata"]
+    return f"back-off {delay:g}s restarting failed container={name} pod={meta['name']}_{meta['namespace']}({meta['uid']})"
 
 
 def _why_kill(pod: dict, container: dict, current: ContainerInfo, sandbox: ContainerInfo | None,

@@ -72,12 +72,24 @@ def container_hash(pod: dict, container: dict) -> str:
 
 
 def sandbox_hash(pod: dict) -> str:
-    """The pause container owns the pod's network: its host ports, whether it
-    uses the host's network, its hostname. A change here recreates the pod."""
-    ports = [p for c in pod["spec"]["containers"] for p in c.get("ports") or [] if p.get("hostPort")]
+    """The pause container owns what the pod's containers share: the network
+    (host ports, host network or not, hostname) and the emptyDir volumes it
+    keeps mounted. A change here recreates the whole pod."""
     spec = pod["spec"]
+    ports = [p for c in spec["containers"] for p in c.get("ports") or [] if p.get("hostPort")]
     return _digest({"ports": ports, "hostNetwork": spec.get("hostNetwork", False),
-                    "hostname": spec.get("hostname"), "dnsPolicy": spec.get("dnsPolicy")})
+                    "hostname": spec.get("hostname"), "dnsPolicy": spec.get("dnsPolicy"),
+                    "emptyDirs": empty_dirs(pod)})
+
+
+def empty_dirs(pod: dict) -> list[dict]:
+    return [v for v in pod["spec"].get("volumes") or [] if "emptyDir" in v]
+
+
+def backoff_key(pod: dict, container: dict) -> tuple[str, str, str]:
+    """Back-off belongs to one container *spec* (Kubernetes keys it with the
+    spec's hash too): fixing a crashing container's image starts it at once."""
+    return pod["metadata"]["uid"], container["name"], container_hash(pod, container)
 
 
 # --- environment ------------------------------------------------------------
@@ -162,8 +174,10 @@ def docker_resources(container: dict) -> dict:
     if "cpu" in limits:
         settings["nano_cpus"] = parse_quantity(limits["cpu"]).milli_value() * 1_000_000
     cpu_request = requests.get("cpu", limits.get("cpu"))
-    if cpu_request is not None:
-        settings["cpu_shares"] = max(2, parse_quantity(cpu_request).milli_value() * 1024 // 1000)
+    # No request means the smallest weight (as Kubernetes sets it), not
+    # Docker's default of 1024, which would outweigh a pod that asked.
+    milli = parse_quantity(cpu_request).milli_value() if cpu_request is not None else 0
+    settings["cpu_shares"] = max(2, milli * 1024 // 1000)
     return settings
 
 

@@ -21,6 +21,7 @@ class Waiting:
     reason: str
     message: str
     since: float
+    hash: str = ""   # the spec it happened to: a changed spec is not held back by it
 
 
 def rfc3339(moment: float | None) -> str | None:
@@ -95,7 +96,6 @@ def pod_phase(spec: dict, statuses: list[dict]) -> str:
             succeeded += state["terminated"]["exitCode"] == 0
         elif "terminated" in status["lastState"]:   # waiting to restart
             stopped += 1
-            succeeded += status["lastState"]["terminated"]["exitCode"] == 0
         else:                                       # waiting, never ran
             waiting += 1
     policy = spec.get("restartPolicy", "Always")

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 
+import docker.errors
 import requests
 import urllib3
 
 from common.log import EventLogger
 
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # HTTPS probes skip verification, as Kubernetes'
-
-# exec probes run `docker exec`, which has no timeout of its own.
-_exec_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="exec-probe")
 
 
 def resolve_port(port, container: dict) -> int:
@@ -37,14 +33,19 @@ def resolve_port(port, container: dict) -> int:
 
 
 # [START run-probe]
-def run_probe(probe: dict, container: dict, container_id: str, pod_ip: str, runtime) -> tuple[bool, str]:
-    """Run a probe once: (success, what happened)."""
+def run_probe(probe: dict, container: dict, container_id: str, pod_ip: str, runtime) -> tuple[bool | None, str]:
+    """Run a probe once: (success, what happened). Success is None when the
+    kubelet could not ask (Docker did not answer): that result is thrown
+    away, not counted as a failure, as the real kubelet does."""
     timeout = probe.get("timeoutSeconds", 1)
     try:
         if "exec" in probe:
-            command = probe["exec"].get("command") or []
-            future = _exec_pool.submit(runtime.exec, container_id, command)
-            code, output = future.result(timeout=timeout)
+            try:
+                code, output = runtime.exec(container_id, probe["exec"].get("command") or [], timeout)
+            except requests.Timeout:
+                return False, f"command timed out after {timeout}s"
+            except (docker.errors.DockerException, requests.RequestException) as error:
+                return None, f"could not exec in the container: {error}"
             return code == 0, f"exit code {code}: {output.decode(errors='replace').strip()[:200]}"
         if "httpGet" in probe:
             get = probe["httpGet"]
@@ -59,8 +60,6 @@ def run_probe(probe: dict, container: dict, container_id: str, pod_ip: str, runt
             with socket.create_connection((host, port), timeout=timeout):
                 return True, f"TCP probe {host}:{port}: connected"
         return False, "probe has no handler this kubelet supports (exec, httpGet, tcpSocket)"
-    except FutureTimeout:
-        return False, f"command timed out after {timeout}s"
     except (OSError, requests.RequestException, ValueError) as error:
         return False, f"{type(error).__name__}: {error}"
 # [END run-probe]
@@ -86,6 +85,10 @@ class ProbeWorker(threading.Thread):
             ok, message = run_probe(probe, self.container, self.container_id, self.pod_ip, self.manager.runtime)
             if self.stopped.is_set():
                 return
+            if ok is None:
+                self.manager.log.debug("probe result discarded", obj=self.pod_key, detail=message)
+                self.stopped.wait(period)
+                continue
             successes, failures = (successes + 1, 0) if ok else (0, failures + 1)
             if not ok:
                 self.manager.log.warning(f"{self.kind.capitalize()} probe failed", obj=self.pod_key,
@@ -111,6 +114,8 @@ class ProbeManager:
         self._on_change = on_change          # wakes the sync loop
         self._workers: dict[tuple[str, str], ProbeWorker] = {}
         self._lock = threading.Lock()
+        # Results, written by the workers under the lock; the sync loop only
+        # looks single entries up, which is safe without it.
         self.ready: dict[str, bool] = {}         # container id -> readiness
         self.failed_liveness: dict[str, str] = {}  # container id -> why
 
@@ -139,13 +144,16 @@ class ProbeManager:
                     del table[container_id]
 
     def set_ready(self, container_id: str, ready: bool) -> None:
-        if self.ready.get(container_id) != ready:
+        with self._lock:
+            changed = self.ready.get(container_id) != ready
             self.ready[container_id] = ready
+        if changed:
             self._on_change()
 
     def liveness_failed(self, container_id: str, pod_key: str, name: str, message: str) -> None:
         self.log.warning("Liveness probe failed, container will be restarted", obj=pod_key, container=name)
-        self.failed_liveness[container_id] = message
+        with self._lock:
+            self.failed_liveness[container_id] = message
         self._on_change()
 
     def stop(self) -> None:

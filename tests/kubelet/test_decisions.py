@@ -14,7 +14,7 @@ import pod_config as cfg
 from common.backoff import Backoff
 from docker_runtime import ContainerInfo
 from pod_actions import compute_pod_actions
-from pod_status import pod_phase, qos_class
+from pod_status import Waiting, pod_phase, qos_class
 
 NOW = 1_000_000.0
 
@@ -98,7 +98,7 @@ def test_compute_pod_actions(pod, containers, expected):
 def test_crash_loop_back_off_waits_then_restarts():
     clock = [NOW]
     backoff = Backoff(10, 300, clock=lambda: clock[0])
-    backoff.next(("u1", "app"))                      # it crashed once before
+    backoff.next(cfg.backoff_key(POD, POD["spec"]["containers"][0]))   # it crashed once before
     dead = info(POD, "app", "exited", 1, finished=NOW - 3)
     actions = compute_pod_actions(POD, [SB, dead], {}, {}, backoff, Backoff(10, 300), NOW)
     assert summary(actions) == nothing(waiting={"app": "CrashLoopBackOff"})
@@ -108,11 +108,50 @@ def test_crash_loop_back_off_waits_then_restarts():
     assert summary(actions) == nothing(start=[("app", 1)])
 
 
-def test_liveness_failure_kills_and_leaves_restart_to_the_policy():
-    running = info(POD, "app")
-    actions = plan(POD, [SB, running], failed_liveness={running.id: "exit code 1"})
-    assert summary(actions) == nothing(kill=["app"])
+@pytest.mark.parametrize("pod, expected", [
+    pytest.param(POD, nothing(kill=["app"], start=[("app", 1)]), id="Always: restart at once"),
+    pytest.param(ONFAILURE, nothing(kill=["app"], start=[("app", 1)]), id="OnFailure: restart, whatever the exit code"),
+    pytest.param(NEVER, nothing(kill=["app"]), id="Never: stopped for good"),
+])
+def test_liveness_failure_kills_and_restarts_unless_never(pod, expected):
+    running = info(pod, "app")
+    actions = plan(pod, [info(pod, cfg.SANDBOX_NAME), running], failed_liveness={running.id: "exit code 1"})
+    assert summary(actions) == expected
     assert actions.kill[0][1].startswith("Liveness probe failed")
+
+
+@pytest.mark.parametrize("pod", [POD, ONFAILURE, NEVER], ids=["Always", "OnFailure", "Never"])
+def test_a_changed_spec_runs_whatever_the_restart_policy(pod):
+    sandbox = info(pod, cfg.SANDBOX_NAME)
+    assert summary(plan(pod, [sandbox, info(pod, "app", hash_="old")])) == nothing(kill=["app"], start=[("app", 1)])
+    # Also when the old container had already stopped (exit 0: "finished").
+    assert summary(plan(pod, [sandbox, info(pod, "app", "exited", 0, hash_="old")])) == nothing(start=[("app", 1)])
+
+
+def test_a_failed_sandbox_is_retried_with_back_off():
+    clock = [NOW]
+    backoff = Backoff(10, 300, clock=lambda: clock[0])
+    key = ("u1", cfg.SANDBOX_NAME, cfg.sandbox_hash(POD))
+    backoff.next(key)
+    failed = {cfg.SANDBOX_NAME: Waiting("FailedCreatePodSandBox", "port is already allocated", NOW - 1, key[2])}
+    actions = compute_pod_actions(POD, [], failed, {}, Backoff(10, 300), backoff, NOW)
+    assert summary(actions) == nothing(waiting={"app": "ContainerCreating"})
+    assert actions.waiting["app"].message == "port is already allocated"
+    clock[0] = NOW + 11                              # the back-off has run out: try again
+    later = compute_pod_actions(POD, [], failed, {}, Backoff(10, 300), backoff, NOW + 11)
+    assert summary(later) == nothing(sandbox=True, start=[("app", 0)])
+
+
+def test_a_fixed_image_is_not_held_back_by_the_old_images_back_off():
+    backoff = Backoff(10, 300, clock=lambda: NOW)
+    old = {"app": Waiting("ErrImagePull", "no such image", NOW - 1, "hash-of-the-old-spec")}
+    backoff.next(("u1", "app", "hash-of-the-old-spec"))
+    actions = compute_pod_actions(POD, [SB], old, {}, Backoff(10, 300), backoff, NOW)
+    assert summary(actions) == nothing(start=[("app", 0)])
+    same = {"app": Waiting("ErrImagePull", "no such image", NOW - 1, cfg.backoff_key(POD, POD["spec"]["containers"][0])[2])}
+    backoff.next(cfg.backoff_key(POD, POD["spec"]["containers"][0]))
+    assert summary(compute_pod_actions(POD, [SB], same, {}, Backoff(10, 300), backoff, NOW)) == nothing(
+        waiting={"app": "ImagePullBackOff"})
 
 
 def test_backoff_doubles_to_the_maximum_and_resets():

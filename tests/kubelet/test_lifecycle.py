@@ -172,3 +172,18 @@ def test_graceful_stop_sends_sigterm_first(kubelet, tmp_path):
     kubelet.remove("grace.yaml")
     wait_for(lambda: not kubelet.containers("grace"), 20, what="pod removed")
     assert (marker / "term").read_text() == "got-TERM\n"
+
+
+def test_container_logs_follow_streams_new_lines(kubelet):
+    kubelet.write("ticker.yaml", pod_yaml("ticker", """\
+  - name: tick
+    image: busybox:1.35
+    command: [sh, -c, "trap 'exit 0' TERM; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.3 & wait; done"]
+"""))
+    kubelet.wait_running("ticker")
+    with requests.get(kubelet.url("/containerLogs/default/ticker/tick"), params={"follow": "true", "tailLines": 0},
+                      stream=True, timeout=10) as response:
+        lines = response.iter_lines()
+        first, second = next(lines), next(lines)
+    number = int(first.split()[1])
+    assert first.startswith(b"tick ") and second == f"tick {number + 1}".encode()

@@ -1,0 +1,165 @@
+"""Carrying out one pod's actions: the part of the kubelet that changes things.
+
+compute_pod_actions (pod_actions.py) decides; the functions here act, in a
+pod worker thread, so that a slow image pull or a 30-second graceful stop
+holds up only its own pod. What went wrong on the way (an image that would
+not pull, a port already taken) is remembered as a Waiting reason, which
+the next decision and the pod's status both read.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import docker.errors
+
+import pod_config as cfg
+from common.backoff import Backoff
+from common.log import EventLogger
+from docker_runtime import ContainerInfo, DockerRuntime, ImagePullError, StartError
+from pod_actions import PodActions, Start
+from pod_status import Waiting
+
+
+class WaitingReasons:
+    """Why containers wait, per pod: written by pod workers, read by the
+    sync loop (for decisions and status), so every access takes the lock."""
+
+    def __init__(self):
+        self._reasons: dict[str, dict[str, Waiting]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, uid: str) -> dict[str, Waiting]:
+        with self._lock:
+            return dict(self._reasons.get(uid, {}))
+
+    def set(self, uid: str, name: str, waiting: Waiting) -> None:
+        with self._lock:
+            self._reasons.setdefault(uid, {})[name] = waiting
+
+    def clear(self, uid: str, name: str) -> None:
+        with self._lock:
+            self._reasons.get(uid, {}).pop(name, None)
+
+    def keep_only(self, uids: set[str]) -> None:
+        with self._lock:
+            for uid in [u for u in self._reasons if u not in uids]:
+                del self._reasons[uid]
+
+
+class PodWorker:
+    def __init__(self, runtime: DockerRuntime, log: EventLogger, waiting: WaitingReasons,
+                 crash_backoff: Backoff, start_backoff: Backoff, pause_image: str, host_ip: str):
+        self.runtime, self.log, self.waiting = runtime, log, waiting
+        self.crash_backoff, self.start_backoff = crash_backoff, start_backoff
+        self.pause_image, self.host_ip = pause_image, host_ip
+
+    def apply(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
+        key = cfg.pod_key(pod)
+        self.stop_all(actions.kill, key)
+        for container in actions.remove:
+            self.runtime.remove(container.id)
+        if actions.stop_sandbox:
+            for sandbox in (c for c in containers if c.name == cfg.SANDBOX_NAME and c.running):
+                self.runtime.stop(sandbox.id, cfg.grace_period(pod))
+            self.log.info("pod finished, sandbox stopped", obj=key)
+        if not actions.start and not actions.create_sandbox:
+            return
+        sandbox = self.ensure_sandbox(pod, containers, actions)
+        if sandbox is None:
+            return
+        sandbox_id, pod_ip = sandbox
+        for start in actions.start:
+            self.start_container(pod, start, sandbox_id, pod_ip)
+
+    def ensure_sandbox(self, pod: dict, containers: list[ContainerInfo],
+                       actions: PodActions) -> tuple[str, str] | None:
+        """The pod's sandbox (id, pod IP): the running one, or a new one."""
+        host_network = bool(pod["spec"].get("hostNetwork"))
+        if not actions.create_sandbox:
+            current = next(c for c in containers if c.name == cfg.SANDBOX_NAME and c.running
+                           and c not in actions.remove)
+            return current.id, self.host_ip if host_network else current.ip
+        key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
+        backoff_key = (uid, cfg.SANDBOX_NAME, cfg.sandbox_hash(pod))
+        try:
+            self.runtime.ensure_image(self.pause_image, "IfNotPresent")
+            sandbox_id = self.runtime.run_sandbox(pod, self.pause_image, actions.sandbox_attempt)
+        except (ImagePullError, docker.errors.APIError) as error:
+            message = f"failed to create pod sandbox: {getattr(error, 'explanation', None) or error}"
+            delay = self.start_backoff.next(backoff_key)
+            self.waiting.set(uid, cfg.SANDBOX_NAME, Waiting("FailedCreatePodSandBox", message, time.time(),
+                                                             backoff_key[2]))
+            self.log.warning("sandbox not started", obj=key, error=message, retry_in=f"{delay:g}s")
+            return None
+        self.waiting.clear(uid, cfg.SANDBOX_NAME)
+        self.start_backoff.forget(backoff_key)
+        self.log.info("sandbox started", obj=key, container=sandbox_id[:12])
+        return sandbox_id, self.host_ip if host_network else self.runtime.inspect(sandbox_id).ip
+
+    def start_container(self, pod: dict, start: Start, sandbox_id: str, pod_ip: str) -> None:
+        key, uid, name = cfg.pod_key(pod), pod["metadata"]["uid"], start.container["name"]
+        container = start.container
+        try:
+            self.runtime.ensure_image(container["image"], container.get("imagePullPolicy", "IfNotPresent"))
+            env = cfg.container_env(pod, container, pod_ip, self.host_ip)
+            mounts = self.runtime.mounts(pod, container)
+            if start.after_crash:
+                self.crash_backoff.next(start.backoff_key)
+            container_id = self.runtime.run_container(pod, container, sandbox_id, start.restart_count, env, mounts)
+        except ImagePullError as error:
+            return self._not_started(key, start, error.reason, str(error))
+        except cfg.ConfigError as error:
+            return self._not_started(key, start, "CreateContainerConfigError", str(error))
+        except StartError as error:
+            # Created but not started: the status shows it terminated with
+            # StartError, and the crash-loop back-off spaces the retries.
+            self.waiting.clear(uid, name)
+            self.crash_backoff.next(start.backoff_key)
+            self.log.warning("container failed to start", obj=key, container=name,
+                             id=error.container_id[:12], error=str(error))
+            return None
+        except docker.errors.APIError as error:
+            return self._not_started(key, start, "CreateContainerError", getattr(error, "explanation", None) or str(error))
+        self.waiting.clear(uid, name)
+        self.start_backoff.forget(start.backoff_key)
+        self.log.info("container started", obj=key, container=name, id=container_id[:12],
+                      restartCount=start.restart_count or None)
+        return None
+
+    def _not_started(self, key: str, start: Start, reason: str, message: str) -> None:
+        uid, name, spec_hash = start.backoff_key
+        delay = self.start_backoff.next(start.backoff_key)
+        self.waiting.set(uid, name, Waiting(reason, message, time.time(), spec_hash))
+        self.log.warning("container not started", obj=key, container=name, reason=reason,
+                         error=message, retry_in=f"{delay:g}s")
+
+    def kill_pod(self, key: str, uid: str, containers: list[ContainerInfo]) -> None:
+        """The pod is no longer wanted: stop its app containers gracefully,
+        then the pause container, then remove them all and its volumes."""
+        apps = [c for c in containers if c.name != cfg.SANDBOX_NAME and c.running]
+        self.stop_all([(c, "the pod was deleted") for c in apps], key)
+        for sandbox in (c for c in containers if c.name == cfg.SANDBOX_NAME and c.running):
+            self.runtime.stop(sandbox.id, sandbox.grace_period)
+        for container in containers:
+            self.runtime.remove(container.id)
+        self.remove_volumes(lambda owner: owner == uid)
+        self.log.info("pod removed", obj=key)
+
+    def remove_volumes(self, unwanted) -> None:
+        for volume, owner in self.runtime.list_volume_pods().items():
+            if unwanted(owner):
+                self.runtime.remove_volume(volume)
+                self.log.info("volume removed", obj=volume)
+
+    def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str) -> None:
+        """Stop containers in parallel, so a pod takes one grace period to stop."""
+        threads = []
+        for container, why in kills:
+            self.log.info("stopping container", obj=key, container=container.name,
+                          reason=why, grace=f"{container.grace_period}s")
+            thread = threading.Thread(target=self.runtime.stop, args=(container.id, container.grace_period))
+            thread.start()
+            threads.append(thread)
+        for thread in threads:
+            thread.join()
