@@ -97,6 +97,8 @@ class Kubelet:
         for uid, pod in desired.items():
             if self._may_sync(uid, listed_at):
                 self.sync_pod(pod, actual.get(uid, []))
+            else:   # its worker is busy: no new decision, but fresh status
+                self._update_status(pod, actual.get(uid, []))
         for uid in set(actual) - set(desired):      # pods that are no longer wanted
             if self._may_sync(uid, listed_at):
                 first = actual[uid][0]

@@ -29,6 +29,24 @@ class _File:
     lines: dict[str, int] = field(default_factory=dict)   # pod key -> line
 
 
+def unsupported(pod: dict) -> list[str]:
+    """Valid Kubernetes this kubelet cannot honour: a pod using it is
+    refused rather than run differently from what it asks (an ignored
+    startupProbe would let the liveness probe kill a slow starter; an
+    ignored preStop hook would skip the graceful shutdown it describes)."""
+    found = []
+    spec = pod["spec"]
+    if spec.get("initContainers"):
+        found.append("spec.initContainers")
+    for i, container in enumerate(spec["containers"]):
+        if container.get("startupProbe"):
+            found.append(f"spec.containers[{i}].startupProbe")
+        for hook in ("postStart", "preStop"):
+            if (container.get("lifecycle") or {}).get(hook):
+                found.append(f"spec.containers[{i}].lifecycle.{hook}")
+    return found
+
+
 class FileSource:
     """Pods from --manifests DIR (the real kubelet's --pod-manifest-path)."""
 
@@ -85,9 +103,10 @@ class FileSource:
                 continue
             pod = apply_pod_defaults(obj)
             errors = validate_pod(pod)
-            if not errors and (pod.get("spec") or {}).get("initContainers"):
-                self.log.error("manifest skipped: spec.initContainers: this kubelet does not run "
-                               "init containers yet", obj=where)
+            missing = [] if errors else unsupported(pod)
+            if missing:
+                self.log.error(f"manifest skipped: {missing[0]}: this kubelet does not support it yet; "
+                               "running the pod without it would not be what it asks", obj=where)
                 continue
             if errors:
                 for error in errors:

@@ -16,6 +16,7 @@ it was for validation to report. This function never raises.
 
 from __future__ import annotations
 
+from common.quantity import QuantityError, parse_quantity
 from common.validation import VOLUME_SOURCES
 
 
@@ -86,6 +87,14 @@ def default_pull_policy(image: str) -> str:
     return "IfNotPresent"
 
 
+def _is_quantity(value) -> bool:
+    try:
+        parse_quantity(value)
+        return True
+    except (QuantityError, TypeError, ValueError):
+        return False
+
+
 def _default_requests_from_limits(container: dict) -> None:
     """A resource with a limit but no request requests its limit."""
     resources = _object_at(container, "resources")
@@ -98,7 +107,10 @@ def _default_requests_from_limits(container: dict) -> None:
     if requests is None:
         return
     for name, amount in limits.items():
-        requests.setdefault(name, amount)
+        # An unreadable limit is reported once, where it was written; copied
+        # into requests it would be reported again on a line nobody wrote.
+        if name not in requests and _is_quantity(amount):
+            requests[name] = amount
 
 
 def _default_probe(probe: dict) -> None:

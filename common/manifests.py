@@ -21,8 +21,10 @@ the Python values ourselves, counting every node an alias brings in.
 YAML version: PyYAML implements YAML 1.1, Kubernetes' go-yaml a mix of 1.1 and
 1.2. We keep PyYAML's safe behaviour for plain scalars: `yes`/`no`/`on`/`off`
 are booleans, `0755` is octal, `1e3` (no dot) is the *string* "1e3" while
-`1.0e+3` is a float, and `2024-01-01` is a `datetime.date`, not a string.
-Validation reports such values as the wrong type and suggests quoting them.
+`1.0e+3` is a float. Like Kubernetes (which turns YAML into JSON), an
+unquoted date such as `2024-01-01` stays the string written, and `1:30` is
+a string, not YAML 1.1's base-60 number. Validation reports values of the
+wrong type and suggests quoting them.
 JSON is the exception: there an unquoted `1e3` can only be a number, so it
 is read as one.
 """
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +54,11 @@ MAX_ALIAS_NODES = 100_000
 EXTENSIONS = (".yaml", ".yml", ".json")
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_NUMBER_TAGS = (_INT_TAG, "tag:yaml.org,2002:float")
+# What a JSON value can be; YAML's !!binary, !!set, !!omap... cannot.
+_SCALAR_TAGS = (_STR_TAG, *_NUMBER_TAGS, "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _PLAIN_COLLECTION_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
 
@@ -121,6 +129,9 @@ def load_manifests(source) -> list[Manifest]:
     stdin when source is "-". An empty file yields no objects."""
     if str(source) == "-":
         data = sys.stdin.buffer.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise ManifestError("<stdin>", 0, "more than 3 MiB on standard input, the most the "
+                                "Kubernetes API server accepts in one request; split it")
         return load_manifest_text(data, "<stdin>")
     path = Path(source)
     if path.is_dir():
@@ -139,10 +150,14 @@ def load_manifests(source) -> list[Manifest]:
 
 def _load_file(path: Path) -> list[Manifest]:
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise _too_big(str(path), size)
-        data = path.read_bytes()
+        # A device or a pipe reports size 0 and may never end (/dev/zero, a
+        # FIFO): only regular files, and never more than the limit read.
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ManifestError(str(path), 0, "not a regular file (a device, a pipe or a socket?)")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise _too_big(str(path), path.stat().st_size)
     except OSError as err:
         raise ManifestError(str(path), 0, f"cannot read file: {err.strerror or err}") from None
     return load_manifest_text(data, str(path))
@@ -202,12 +217,17 @@ def _decode(data: bytes, filename: str) -> str:
 
 def _load_yaml(text: str, filename: str, json_numbers: bool) -> list[Manifest]:
     manifests = []
-    documents = yaml.compose_all(text, Loader=_GuardedLoader)
+    loader = _GuardedLoader(text)
     while True:
         try:
-            root = next(documents, None)
+            root = loader.get_node() if loader.check_node() else None
         except _Refused as err:
             raise ManifestError(filename, err.line, err.message) from None
+        except (OverflowError, ValueError) as err:
+            # PyYAML turns an escape like "\UFFFFFFFF" into a character
+            # with chr(), which refuses it with a bare exception.
+            raise ManifestError(filename, loader.get_mark().line + 1,
+                                f"invalid character escape in a quoted string ({err})") from None
         if root is None:
             break
         builder = _Builder(filename, json_numbers)
@@ -342,14 +362,23 @@ class _Builder:
                 number = None
             if isinstance(number, (int, float)):
                 return number
+        if node.tag == _TIMESTAMP_TAG or (node.tag in _NUMBER_TAGS and ":" in node.value):
+            # Kubernetes reads YAML into JSON: an unquoted date stays the
+            # text written, and 1:30 is not YAML 1.1's base-60 number 90.
+            return node.value
+        if node.tag not in _SCALAR_TAGS:
+            raise self.error(node, f"unsupported YAML tag {node.tag!r} on {node.value[:40]!r}: "
+                             "manifests hold strings, numbers, booleans and null")
         try:
             return self.scalars.construct_object(node)
-        except yaml.MarkedYAMLError as err:  # e.g. an unknown tag such as !foo
+        except yaml.MarkedYAMLError as err:
             raise self.error(node, f"cannot read value: {err.problem}") from None
-        except ValueError as err:  # e.g. a date like 2024-13-45
-            if node.tag == "tag:yaml.org,2002:int":  # Python refuses > 4300 digits
-                err = f"an integer of {len(node.value)} characters is too large"
-            raise self.error(node, f"cannot read value {node.value[:40]!r}: {err}") from None
+        except Exception as err:  # PyYAML's constructors fail in many ways: !!int '', !!bool abc
+            if node.tag == _INT_TAG and node.value.lstrip("+-").isdigit():  # Python refuses > 4300 digits
+                err = f"an integer of {len(node.value)} digits is too large"
+            explained = str(err) or type(err).__name__
+            raise self.error(node, f"cannot read value {node.value[:40]!r} as {_SCALAR_KINDS.get(node.tag, node.tag)}: "
+                             f"{explained}") from None
 
     def sequence(self, node: SequenceNode, path, depth) -> list:
         items = []
@@ -384,7 +413,7 @@ class _Builder:
                 if not isinstance(mapping, MappingNode):
                     raise self.error(mapping, "a merge key (<<) needs a mapping or a "
                                      "list of mappings")
-                for key, value in self.build(mapping, path, depth).items():
+                for key, value in self.build(mapping, path, depth + 1).items():
                     result.setdefault(key, value)
         return result
 
@@ -452,7 +481,7 @@ def _documents_to_manifests(value, lines: dict, filename: str, line: int,
     for i, item in enumerate(items):
         item_line = lines.get(("items", str(i)), line)
         manifests += _documents_to_manifests(item, item_lines.get(str(i), {}), filename,
-                                             item_line, f"{where}items[{i}]")
+                                             item_line, f"{where}.items[{i}]" if where else f"items[{i}]")
     return manifests
 # [END documents-to-manifests]
 

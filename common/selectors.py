@@ -40,7 +40,10 @@ class SelectorError(ValueError):
 
 def _short(text: str, limit: int = 80) -> str:
     """Text to quote in an error; a hostile megabyte of input is cut short."""
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    text = text if len(text) <= limit else text[:limit - 3] + "..."
+    # Escape what would garble the message: control and direction-changing
+    # characters, lone surrogates.
+    return "".join(c if c.isprintable() and not 0xD800 <= ord(c) <= 0xDFFF else repr(c)[1:-1] for c in text)
 
 
 def validate_key(key) -> None:

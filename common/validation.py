@@ -124,7 +124,8 @@ def format_value(value) -> str:
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text
     if isinstance(value, str):
-        return _go_quote(value)
+        # A hostile megabyte-long name must not make a megabyte-long message.
+        return _go_quote(value if len(value) <= 256 else value[:253] + "...")
     if isinstance(value, (dict, list)):
         text = _short_json(value, 80)
         return text if len(text) <= 80 else text[:77] + "..."

@@ -1,13 +1,14 @@
 """Loading manifests: YAML and JSON, many documents, line numbers, hostile files."""
 
-import datetime
 import io
+import os
 import sys
 import textwrap
 import time
 
 import pytest
 
+from common import manifests as manifests_module
 from common.defaults import apply_pod_defaults
 from common.manifests import (MAX_BYTES, Manifest, ManifestError, load_manifest_text,
                               load_manifests)
@@ -159,8 +160,8 @@ def test_list_items_have_their_own_line_maps():
     pytest.param("apiVersion: v1\nkind: Pod\nx: 1e3\n", "1e3", id="yaml11-exponent-string"),
     pytest.param("apiVersion: v1\nkind: Pod\nx: 1.0e+3\n", 1000.0, id="yaml11-float"),
     pytest.param("apiVersion: v1\nkind: Pod\nx: 0755\n", 493, id="octal"),
-    pytest.param("apiVersion: v1\nkind: Pod\nx: 2024-01-31\n", datetime.date(2024, 1, 31),
-                 id="date"),
+    pytest.param("apiVersion: v1\nkind: Pod\nx: 2024-01-31\n", "2024-01-31", id="date-stays-text"),
+    pytest.param("apiVersion: v1\nkind: Pod\nx: 1:30\n", "1:30", id="no-base-60"),
     pytest.param('{"apiVersion": "v1", "kind": "Pod", "x": 1e3}', 1000.0,
                  id="json-exponent-number"),
     pytest.param('{"apiVersion": "v1", "kind": "Pod", "x": "yes"}', "yes",
@@ -241,7 +242,22 @@ REFUSED = [
      "m.yaml:2: invalid YAML: character #x0007 is not allowed in YAML text "
      "(is this a binary file?)"),
     ("unknown-tag", "apiVersion: v1\nkind: !Pod x\n",
-     "m.yaml:2: cannot read value: could not determine a constructor for the tag '!Pod'"),
+     "m.yaml:2: unsupported YAML tag '!Pod' on 'x': manifests hold strings, numbers, booleans and null"),
+    ("bool-tag-on-text", "apiVersion: v1\nkind: Pod\nx: !!bool abc\n",
+     "m.yaml:3: cannot read value 'abc' as a boolean: 'abc'"),
+    ("int-tag-on-nothing", "apiVersion: v1\nkind: Pod\nx: !!int ''\n",
+     "m.yaml:3: cannot read value '' as an integer: string index out of range"),
+    ("seq-tag-on-text", "apiVersion: v1\nkind: Pod\nx: !!seq hello\n",
+     "m.yaml:3: unsupported YAML tag 'tag:yaml.org,2002:seq' on 'hello': "
+     "manifests hold strings, numbers, booleans and null"),
+    ("binary", "apiVersion: v1\nkind: Pod\nx: !!binary aGk=\n",
+     "m.yaml:3: unsupported YAML tag 'tag:yaml.org,2002:binary' on 'aGk=': "
+     "manifests hold strings, numbers, booleans and null"),
+    ("escape-out-of-range", 'apiVersion: v1\nkind: Pod\na: "\\UFFFFFFFF"\n',
+     "m.yaml:3: invalid character escape in a quoted string (Python int too large to convert to C int)"),
+    ("merge-chain", "a0: &a0 {}\n" + "".join(f"a{k}: &a{k} " + "{<<: " * 30 + f"*a{k - 1}" + "}" * 30 + "\n"
+                                             for k in range(1, 7)),
+     "m.yaml:2: nested more than 100 levels deep; a real manifest never is"),
     ("python-tag", "apiVersion: v1\nkind: Pod\nx: !!python/object/apply:os.system [ls]\n",
      "m.yaml:3: unsupported YAML tag 'tag:yaml.org,2002:python/object/apply:os.system': "
      "manifests use plain mappings and lists"),
@@ -251,8 +267,8 @@ REFUSED = [
     ("undefined-alias", "apiVersion: v1\nkind: *nope\n",
      "m.yaml:2: invalid YAML: found undefined alias 'nope'"),
     ("huge-integer", "apiVersion: v1\nkind: Pod\nx: " + "9" * 5000 + "\n",
-     "m.yaml:3: cannot read value '9999999999999999999999999999999999999999': "
-     "an integer of 5000 characters is too large"),
+     "m.yaml:3: cannot read value '9999999999999999999999999999999999999999' as an integer: "
+     "an integer of 5000 digits is too large"),
     ("deep-flow-lists", "[" * 10_000 + "]" * 10_000,
      "m.yaml:1: nested more than 100 levels deep; a real manifest never is"),
     ("deep-block-maps", "".join(f"{' ' * i}k:\n" for i in range(200)),
@@ -380,12 +396,21 @@ def test_unreadable_file(tmp_path, monkeypatch):
     path = tmp_path / "pod.yaml"
     path.write_text(POD_A)
 
-    def refuse(self):
+    def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
-    monkeypatch.setattr(type(path), "read_bytes", refuse)
+    monkeypatch.setattr(manifests_module, "open", refuse, raising=False)
     with pytest.raises(ManifestError) as caught:
         load_manifests(path)
     assert str(caught.value) == f"{path}: cannot read file: Permission denied"
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "fifo"])
+def test_devices_and_pipes_are_refused_not_read_forever(tmp_path, special):
+    if special == "fifo":
+        special = tmp_path / "pod.yaml"
+        os.mkfifo(special)
+    with pytest.raises(ManifestError, match="not a regular file"):
+        load_manifests(special)
 
 
 def test_stdin(monkeypatch):

@@ -7,7 +7,7 @@ import time
 
 import requests
 
-from harness import all_running, container_status, pod_yaml, wait_for
+from harness import all_running, container_status, free_port, pod_yaml, wait_for
 
 SLEEPER = "[sh, -c, \"trap 'exit 0' TERM; sleep 3600 & wait\"]"
 
@@ -187,3 +187,53 @@ def test_container_logs_follow_streams_new_lines(kubelet):
         first, second = next(lines), next(lines)
     number = int(first.split()[1])
     assert first.startswith(b"tick ") and second == f"tick {number + 1}".encode()
+
+
+def test_what_this_kubelet_cannot_honour_is_refused_not_ignored(kubelet):
+    kubelet.write("good.yaml", sleeper_pod("good"))
+    kubelet.write("slow.yaml", sleeper_pod("slow").replace(
+        "    command:", "    startupProbe: {exec: {command: ['true']}}\n    command:"))
+    kubelet.write("hook.yaml", sleeper_pod("hook").replace(
+        "    command:", "    lifecycle: {preStop: {exec: {command: ['true']}}}\n    command:"))
+    kubelet.wait_running("good")
+    log = wait_for(lambda: (text := kubelet.log()).count("does not support it yet") == 2 and text, 10,
+                   what="both refusals logged")
+    assert "spec.containers[0].startupProbe: this kubelet does not support it yet" in log
+    assert "spec.containers[0].lifecycle.preStop: this kubelet does not support it yet" in log
+    assert [p["metadata"]["name"] for p in kubelet.pods()] == ["good"]
+
+
+def test_a_taken_host_port_is_retried_with_back_off_not_in_a_loop(kubelet):
+    port = free_port()
+    for name in ("first", "second"):
+        kubelet.write(f"{name}.yaml", sleeper_pod(name).replace(
+            "    command:", f"    ports: [{{containerPort: 80, hostPort: {port}}}]\n    command:"))
+        if name == "first":
+            kubelet.wait_running("first")   # so that it is the one holding the port
+    pod = kubelet.wait_pod("second", lambda p: "failed to create pod sandbox" in
+                           container_status(p, "c0")["state"].get("waiting", {}).get("message", ""),
+                           20, "sandbox failure reported")
+    assert pod["status"]["phase"] == "Pending"
+    time.sleep(2.5)  # with a 1 s initial back-off: a handful of attempts, not hundreds
+    attempts = kubelet.log().count("sandbox not started")
+    assert 1 <= attempts <= 4, attempts
+    kubelet.remove("first.yaml")
+    kubelet.wait_running("second", 30)
+
+
+def test_a_memory_empty_dir_keeps_its_data_when_a_container_restarts(kubelet):
+    kubelet.write("mem.yaml", pod_yaml("mem", f"""\
+  - name: app
+    image: busybox:1.35
+    command: {SLEEPER}
+    volumeMounts: [{{name: scratch, mountPath: /scratch}}]
+""", volumes="  volumes:\n  - name: scratch\n    emptyDir: {medium: Memory, sizeLimit: 8Mi}\n"))
+    kubelet.wait_running("mem")
+    app = next(c for c in kubelet.containers("mem", all=False) if c.labels["io.kubernetes.container.name"] == "app")
+    assert app.exec_run(["sh", "-c", "echo kept > /scratch/data"]).exit_code == 0
+    assert "tmpfs" in app.exec_run(["sh", "-c", "grep /scratch /proc/mounts"]).output.decode()
+    app.kill()
+    kubelet.wait_pod("mem", lambda p: container_status(p, "app")["restartCount"] == 1 and all_running(p), 20,
+                     "restarted")
+    again = next(c for c in kubelet.containers("mem", all=False) if c.labels["io.kubernetes.container.name"] == "app")
+    assert again.exec_run(["cat", "/scratch/data"]).output == b"kept\n"
