@@ -137,6 +137,10 @@ class Kubelet:
             filters["label"].append(f"io.kubernetes.pod.name={pod}")
         return self.docker.containers.list(all=all, filters=filters)
 
+    def container(self, pod: str, name: str):
+        """The running Docker container of one of the pod's containers."""
+        return next(c for c in self.containers(pod, all=False) if c.labels["io.kubernetes.container.name"] == name)
+
     def cleanup(self) -> None:
         self.stop(signal.SIGKILL)
         for container in self.containers():

@@ -21,13 +21,18 @@ def ids(kubelet, pod: str) -> dict[str, str]:
     return {c.labels["io.kubernetes.container.name"]: c.id for c in kubelet.containers(pod, all=False)}
 
 
-def test_removing_a_manifest_removes_every_container_and_volume(kubelet, docker_client):
-    kubelet.write("gone.yaml", pod_yaml("gone", f"""\
+def scratch_pod(name: str, empty_dir: str) -> str:
+    """One container with an emptyDir mounted at /scratch."""
+    return pod_yaml(name, f"""\
   - name: app
     image: busybox:1.35
     command: {SLEEPER}
     volumeMounts: [{{name: scratch, mountPath: /scratch}}]
-""", volumes="  volumes:\n  - name: scratch\n    emptyDir: {medium: Memory}\n"))
+""", volumes=f"  volumes:\n  - name: scratch\n    emptyDir: {empty_dir}\n")
+
+
+def test_removing_a_manifest_removes_every_container_and_volume(kubelet, docker_client):
+    kubelet.write("gone.yaml", scratch_pod("gone", "{medium: Memory}"))
     kubelet.wait_running("gone")
     assert sorted(ids(kubelet, "gone")) == ["POD", "app"]
     volumes = docker_client.volumes.list(filters={"label": f"io.groundup.node-name={kubelet.node_name}"})
@@ -222,18 +227,13 @@ def test_a_taken_host_port_is_retried_with_back_off_not_in_a_loop(kubelet):
 
 
 def test_a_memory_empty_dir_keeps_its_data_when_a_container_restarts(kubelet):
-    kubelet.write("mem.yaml", pod_yaml("mem", f"""\
-  - name: app
-    image: busybox:1.35
-    command: {SLEEPER}
-    volumeMounts: [{{name: scratch, mountPath: /scratch}}]
-""", volumes="  volumes:\n  - name: scratch\n    emptyDir: {medium: Memory, sizeLimit: 8Mi}\n"))
+    kubelet.write("mem.yaml", scratch_pod("mem", "{medium: Memory, sizeLimit: 8Mi}"))
     kubelet.wait_running("mem")
-    app = next(c for c in kubelet.containers("mem", all=False) if c.labels["io.kubernetes.container.name"] == "app")
+    app = kubelet.container("mem", "app")
     assert app.exec_run(["sh", "-c", "echo kept > /scratch/data"]).exit_code == 0
     assert "tmpfs" in app.exec_run(["sh", "-c", "grep /scratch /proc/mounts"]).output.decode()
     app.kill()
     kubelet.wait_pod("mem", lambda p: container_status(p, "app")["restartCount"] == 1 and all_running(p), 20,
                      "restarted")
-    again = next(c for c in kubelet.containers("mem", all=False) if c.labels["io.kubernetes.container.name"] == "app")
+    again = kubelet.container("mem", "app")
     assert again.exec_run(["cat", "/scratch/data"]).output == b"kept\n"

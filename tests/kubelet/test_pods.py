@@ -19,8 +19,7 @@ def test_two_containers_share_localhost_one_ip_and_an_empty_dir(kubelet):
 {SLEEPER}    volumeMounts: [{{name: data, mountPath: /shared}}]
 """, volumes="  volumes:\n  - name: data\n    emptyDir: {}\n"))
     pod = kubelet.wait_running("pair")
-    web, client = (next(c for c in kubelet.containers("pair") if c.labels["io.kubernetes.container.name"] == n)
-                   for n in ("web", "client"))
+    web, client = kubelet.container("pair", "web"), kubelet.container("pair", "client")
     # The emptyDir: written by one container, seen by the other.
     assert client.exec_run(["sh", "-c", "echo shared-data > /shared/page"]).exit_code == 0
     assert web.exec_run(["cat", "/data/page"]).output == b"shared-data\n"
@@ -71,8 +70,7 @@ def test_env_expansion_command_args_working_dir_and_limits(kubelet):
     # $(LATER) is defined after BOTH, so it stays as written, like Kubernetes;
     # $$ escapes; $(FIRST) in args is expanded by the kubelet, not the shell.
     assert logs == "one-two-$(LATER)-$(FIRST) env /tmp one\n"
-    host = next(c for c in kubelet.containers("env") if c.labels["io.kubernetes.container.name"] == "show")
-    config = host.attrs["HostConfig"]
+    config = kubelet.container("env", "show").attrs["HostConfig"]
     assert (config["Memory"], config["NanoCpus"], config["CpuShares"]) == (64 * 2**20, 500_000_000, 256)
 
 
@@ -135,8 +133,7 @@ def test_failing_readiness_probe_clears_ready(kubelet):
       failureThreshold: 1
 """))
     kubelet.wait_pod("ready", lambda p: condition(p, "Ready") == "True", 30, "Ready")
-    app = kubelet.containers("ready", all=False)
-    next(c for c in app if c.labels["io.kubernetes.container.name"] == "app").exec_run(["rm", "/tmp/ready"])
+    kubelet.container("ready", "app").exec_run(["rm", "/tmp/ready"])
     pod = kubelet.wait_pod("ready", lambda p: condition(p, "Ready") == "False", 30, "not Ready")
     assert container_status(pod, "app")["ready"] is False
     assert container_status(pod, "app")["restartCount"] == 0   # readiness never restarts
