@@ -32,7 +32,8 @@ def docker_client():
         client = docker.from_env(timeout=120)
         client.ping()
     except Exception as error:  # any reason: no socket, no permission, no daemon
-        reason = f"no Docker engine answers ({type(error).__name__}: {str(error)[:120]})"
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        reason = f"no Docker engine answers at {where} ({type(error).__name__}); start dockerd to run this test"
         if docker_required():
             pytest.fail(f"GROUNDUP_REQUIRE_DOCKER=1 but {reason}")
         pytest.skip(reason)
