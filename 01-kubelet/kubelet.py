@@ -326,7 +326,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="remove every container and volume this node made, then exit")
     parser.add_argument("--all-nodes", action="store_true", help="with --cleanup: every node's, not just this one's")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.sync_frequency <= 0 or args.backoff_initial <= 0 or args.backoff_max < args.backoff_initial:
+        parser.error("--sync-frequency and --backoff-initial must be above 0, and --backoff-max at least --backoff-initial")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -352,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                       backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers)
     if args.read_only_port:
         from readonly_server import serve
+        # A port in use ends the process here with werkzeug's own clear message.
         serve(kubelet, args.address, args.read_only_port, log)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     for signum in (signal.SIGTERM, signal.SIGINT):
