@@ -60,7 +60,7 @@ class ContainerInfo:
     created: float
     image: str
     image_id: str
-    ip: str               # the pod IP, for a pause container
+    ip: str               # the pod IP: a running pause container's, or the label on an app container
 
     @property
     def running(self) -> bool:
@@ -104,7 +104,7 @@ def _info(attrs: dict) -> ContainerInfo:
         created=_timestamp(attrs.get("Created")) or 0.0,
         image=attrs["Config"].get("Image", ""),
         image_id=attrs.get("Image", ""),
-        ip=(attrs.get("NetworkSettings") or {}).get("IPAddress", ""),
+        ip=(attrs.get("NetworkSettings") or {}).get("IPAddress", "") or labels.get(cfg.LABEL_POD_IP, ""),
     )
 
 
@@ -238,10 +238,10 @@ class DockerRuntime:
 
     # --- containers -----------------------------------------------------------
 
+    # [START pause-container]
     def run_sandbox(self, pod: dict, image: str, attempt: int) -> str:
         """Create and start the pause container that holds the pod's network
         namespace (and IPC namespace); returns its id."""
-        # [START pause-container]
         spec = pod["spec"]
         labels = cfg.pod_labels(pod, self.node_name, cfg.SANDBOX_NAME)
         labels[cfg.LABEL_CONTAINER_HASH] = cfg.sandbox_hash(pod)
@@ -265,18 +265,19 @@ class DockerRuntime:
         except docker.errors.APIError:
             self.remove(container["Id"])  # e.g. its host port is taken: try afresh later
             raise
-        # [END pause-container]
         return container["Id"]
+    # [END pause-container]
 
-    def run_container(self, pod: dict, container: dict, sandbox_id: str, restart_count: int,
-                      env: dict[str, str], mounts: list[Mount]) -> str:
+    # [START app-container]
+    def run_container(self, pod: dict, container: dict, sandbox_id: str, pod_ip: str,
+                      restart_count: int, env: dict[str, str], mounts: list[Mount]) -> str:
         """Create and start one app container inside the pod's sandbox."""
-        # [START app-container]
         entrypoint, cmd = cfg.command_line(container, env)
         labels = cfg.pod_labels(pod, self.node_name, container["name"])
         labels.update({cfg.LABEL_CONTAINER_HASH: cfg.container_hash(pod, container),
                        cfg.LABEL_RESTART_COUNT: str(restart_count),
-                       cfg.LABEL_SANDBOX_ID: sandbox_id})
+                       cfg.LABEL_SANDBOX_ID: sandbox_id,
+                       cfg.LABEL_POD_IP: pod_ip})  # status keeps it after the pod ends
         host_config = self.api.create_host_config(
             network_mode=f"container:{sandbox_id}",  # share the pod's IP and localhost
             ipc_mode=f"container:{sandbox_id}",
@@ -287,7 +288,6 @@ class DockerRuntime:
             entrypoint=entrypoint, command=cmd, working_dir=container.get("workingDir"),
             environment=env, labels=labels, host_config=host_config,
             tty=bool(container.get("tty")), stdin_open=bool(container.get("stdin")))
-        # [END app-container]
         try:
             self.api.start(created["Id"])
         except docker.errors.APIError as error:
@@ -296,6 +296,7 @@ class DockerRuntime:
             # other failure.
             raise StartError(created["Id"], _explain(error)) from None
         return created["Id"]
+    # [END app-container]
 
     def stop(self, container_id: str, grace_period: int) -> None:
         """SIGTERM, then SIGKILL after the grace period (Docker's stop)."""

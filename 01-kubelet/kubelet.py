@@ -163,17 +163,31 @@ class Kubelet:
 
     def _update_status(self, pod: dict, containers: list[ContainerInfo]) -> None:
         uid = pod["metadata"]["uid"]
-        sandbox = next((c for c in containers if c.name == cfg.SANDBOX_NAME and c.running), None)
-        if sandbox:
-            self.pod_ips[uid] = self.host_ip if pod["spec"].get("hostNetwork") else sandbox.ip
+        self.pod_ips[uid] = self._pod_ip(pod, containers)
         # startTime is when the kubelet first took the pod on; after a
         # restart of the kubelet, the oldest of its containers tells.
-        oldest = min((c.created for c in containers), default=None)
-        started = self.first_seen.setdefault(uid, oldest or time.time())
+        if uid not in self.first_seen:
+            oldest = min((c.created for c in containers), default=None)
+            self.first_seen[uid] = oldest or time.time()
+            if oldest:
+                self._running_logged.add(uid)   # adopted, not started: no startup time to report
+        started = self.first_seen[uid]
         status = pod_status(pod, containers, self.waiting.of(uid), self.probes.ready, self.pod_ips.get(uid, ""),
                             self.host_ip, started, previous=self.statuses.get(uid))
         self._log_transitions(pod, self.statuses.get(uid), status, containers)
         self.statuses[uid] = status
+
+    def _pod_ip(self, pod: dict, containers: list[ContainerInfo]) -> str:
+        """The running sandbox's IP; once the pod has finished, the IP its
+        last containers ran with (a label), as Kubernetes keeps podIP."""
+        if pod["spec"].get("hostNetwork"):
+            return self.host_ip
+        sandbox = next((c for c in containers if c.name == cfg.SANDBOX_NAME and c.running), None)
+        if sandbox:
+            return sandbox.ip
+        latest = max((c for c in containers if c.name != cfg.SANDBOX_NAME and c.ip),
+                     key=lambda c: c.created, default=None)
+        return latest.ip if latest else ""
 
     def _log_transitions(self, pod: dict, before: dict | None, after: dict, containers: list[ContainerInfo]) -> None:
         key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]

@@ -24,6 +24,8 @@ LABEL_CONTAINER_HASH = "io.kubernetes.container.hash"
 LABEL_RESTART_COUNT = "io.kubernetes.container.restartCount"
 LABEL_SANDBOX_ID = "io.kubernetes.sandbox.id"
 LABEL_GRACE_PERIOD = "io.kubernetes.pod.terminationGracePeriod"
+LABEL_POD_IP = "io.groundup.pod-ip"
+
 LABEL_NODE_NAME = "io.groundup.node-name"  # ours: several kubelets share one Docker
 SANDBOX_NAME = "POD"  # the container name Kubernetes gives the pause container
 

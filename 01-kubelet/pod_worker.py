@@ -106,7 +106,8 @@ class PodWorker:
             mounts = self.runtime.mounts(pod, container)
             if start.after_crash:
                 self.crash_backoff.next(start.backoff_key)
-            container_id = self.runtime.run_container(pod, container, sandbox_id, start.restart_count, env, mounts)
+            container_id = self.runtime.run_container(pod, container, sandbox_id, pod_ip, start.restart_count,
+                                                      env, mounts)
         except ImagePullError as error:
             return self._not_started(key, start, error.reason, str(error))
         except cfg.ConfigError as error:

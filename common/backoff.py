@@ -12,6 +12,7 @@ import threading
 import time
 
 
+# [START backoff]
 class Backoff:
     def __init__(self, initial: float, maximum: float, clock=time.monotonic):
         self.initial = initial
@@ -20,7 +21,6 @@ class Backoff:
         self._entries: dict[object, tuple[float, float]] = {}  # key -> (delay, last update)
         self._lock = threading.Lock()
 
-    # [START backoff]
     def next(self, key) -> float:
         """Record one more failure for key; return the delay now in force."""
         now = self._clock()
@@ -40,7 +40,7 @@ class Backoff:
 
     def in_backoff_since(self, key, event_time: float) -> bool:
         """True while less than the current delay has passed since event_time
-        (a monotonic-clock time, e.g. when the container died)."""
+        (a time on this Backoff's clock, e.g. when the container died)."""
         with self._lock:
             entry = self._entries.get(key)
         if entry is None:
@@ -50,7 +50,7 @@ class Backoff:
         if now - updated > 2 * self.maximum:
             return False
         return now - event_time < delay
-    # [END backoff]
+# [END backoff]
 
     def forget(self, key) -> None:
         with self._lock:

@@ -100,6 +100,7 @@ def test_restart_policy_never_ends_failed_and_on_failure_ends_succeeded(kubelet)
     terminated = container_status(never, "fail")["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (7, "Error")
     assert container_status(never, "fail")["restartCount"] == 0
+    assert never["status"]["podIP"]   # a finished pod keeps its IP in status, as in Kubernetes
     done = kubelet.wait_phase("onfailure", "Succeeded")
     assert container_status(done, "ok")["state"]["terminated"]["reason"] == "Completed"
     assert condition(done, "Ready") == "False"
