@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 PYTEST := $(PY) -m pytest
 
 .DEFAULT_GOAL := help
-.PHONY: help venv images demo test test-common test-01 bench-01 clean-node snippet clean
+.PHONY: help venv images demo test test-common test-01 lesson-01 bench-01 clean-node snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -50,6 +50,9 @@ test-common: venv ## the shared object model: manifests, validation, quantities,
 
 test-01: venv images ## chapter 01: the kubelet, against real Docker
 	$(PYTEST) tests/kubelet
+
+lesson-01: venv images ## run chapter 01's README as a lesson, command by command
+	$(PYTEST) tests/lessons/test_lessons.py -k 01-kubelet
 
 bench-01: venv images ## chapter 01 benchmark: 30 two-container pods vs bare Docker
 	$(PY) 01-kubelet/bench.py
