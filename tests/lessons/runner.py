@@ -177,7 +177,10 @@ class Session:
 
     def shell(self, machine: str) -> Shell:
         if machine not in self.shells:
-            env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+            # A learner's fresh terminal: not inside our venv, nor inside `make test`
+            # (whose MAKELEVEL would make the lesson's make print directories).
+            hidden = ("VIRTUAL_ENV", "PYTHONPATH", "MAKELEVEL", "MAKEFLAGS", "MFLAGS")
+            env = {k: v for k, v in os.environ.items() if k not in hidden}
             env.update(LESSON_MACHINE=machine, TERM="dumb", PYTHONUNBUFFERED="1")
             self.shells[machine] = Shell(machine, self.cwd, env)
         return self.shells[machine]
