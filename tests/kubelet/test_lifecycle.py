@@ -167,11 +167,11 @@ def test_two_kubelets_on_one_docker_keep_to_their_own(make_kubelet):
 def test_graceful_stop_sends_sigterm_first(kubelet, tmp_path):
     marker = tmp_path / "signals"
     marker.mkdir()
-    kubelet.write("grace.yaml", pod_yaml("grace", f"""\
+    kubelet.write("grace.yaml", pod_yaml("grace", """\
   - name: app
     image: busybox:1.35
     command: [sh, -c, "trap 'echo got-TERM > /out/term; exit 0' TERM; sleep 3600 & wait"]
-    volumeMounts: [{{name: out, mountPath: /out}}]
+    volumeMounts: [{name: out, mountPath: /out}]
 """, volumes=f"  volumes:\n  - name: out\n    hostPath: {{path: {marker}, type: Directory}}\n"))
     kubelet.wait_running("grace")
     kubelet.remove("grace.yaml")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import requests
 
-from harness import all_running, condition, container_status, free_port, pod_yaml, wait_for
+from harness import condition, container_status, free_port, pod_yaml, wait_for
 
 SLEEPER = "    command: [sh, -c, \"trap 'exit 0' TERM; sleep 3600 & wait\"]\n"
 
@@ -109,16 +109,16 @@ def test_restart_policy_never_ends_failed_and_on_failure_ends_succeeded(kubelet)
 
 
 def test_failing_liveness_probe_restarts_the_container(kubelet):
-    kubelet.write("live.yaml", pod_yaml("live", f"""\
+    kubelet.write("live.yaml", pod_yaml("live", """\
   - name: app
     image: busybox:1.35
     command: [sh, -c, "touch /tmp/healthy; sleep 2; rm /tmp/healthy; trap 'exit 0' TERM; sleep 3600 & wait"]
     livenessProbe:
-      exec: {{command: [cat, /tmp/healthy]}}
+      exec: {command: [cat, /tmp/healthy]}
       periodSeconds: 1
       failureThreshold: 2
 """))
-    pod = kubelet.wait_pod("live", lambda p: container_status(p, "app")["restartCount"] >= 1, 40,
+    kubelet.wait_pod("live", lambda p: container_status(p, "app")["restartCount"] >= 1, 40,
                            "restart after liveness failure")
     assert "Liveness probe failed" in kubelet.log()
 
