@@ -4,6 +4,7 @@ diff of expected and actual output. See tests/lessons/README.md."""
 from __future__ import annotations
 
 import pytest
+from sybil.example import SybilFailure
 
 from runner import ROOT, Session, lesson_document
 
@@ -15,8 +16,13 @@ def test_lesson(readme, tmp_path, docker_client):
     document = lesson_document(readme)
     session = Session(tmp_path)
     document.namespace["session"] = session
+    problem = None
     try:
         for example in document.examples():
             example.evaluate()      # stops at the first step that fails
+    except SybilFailure as failure:
+        problem = failure.result    # README:line, command, diff: nothing more
     finally:
         session.close()
+    if problem:
+        pytest.fail(problem, pytrace=False)

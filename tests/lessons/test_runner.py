@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -34,9 +35,9 @@ Some prose.
 $ export GREETING=hello
 $ cd /tmp && echo "$GREETING from $(pwd)"
 hello from /tmp
-$ date -u +%Y-%m-%dT%H:%M:%SZ; echo "pod IP 10.1.2.3, age $((RANDOM % 50 + 1))s, id 0123456789ab"
+$ date -u +%Y-%m-%dT%H:%M:%SZ; echo "pod IP 10.1.2.3, id 0123456789ab, age $((RANDOM % 50 + 1))s"
 2020-01-01T00:00:00Z
-pod IP 172.17.0.9, age 3s, id fedcba987654
+pod IP 172.17.0.9, id fedcba987654, age 3s
 $ printf 'a   b\\tc\\n'
 a b c
 $ seq 1 5
@@ -51,7 +52,7 @@ $ seq 1 5
 def test_a_changed_output_fails_with_file_line_and_diff(tmp_path):
     _, failure = run_lesson(tmp_path, "Intro\n\n```console\n$ echo one\none\n$ echo two\nthree\n```\n")
     message = str(failure)
-    assert f"{tmp_path}/README.md:6: the output of `echo two` differs from the README" in message
+    assert f"{tmp_path}/README.md:6: the output differs from the README" in message
     assert "-three" in message and "+two" in message
 
 
@@ -91,7 +92,7 @@ up
 $ sleep 1
 ```
 """)
-    assert "has exited; its output:\nup\ncrashed" in str(failure)
+    assert "has exited with code 1; its output:\nup\ncrashed" in str(failure)
 
 
 def test_an_eventual_state_that_never_comes_fails_at_its_deadline(tmp_path):
@@ -192,3 +193,59 @@ this is never checked
 ```
 """)
     assert failure is None
+
+
+def test_the_same_value_shown_twice_must_be_the_same_value(tmp_path):
+    _, failure = run_lesson(tmp_path, """\
+```console
+$ echo "pod IP 10.0.0.7"
+pod IP 172.17.0.2
+$ echo "container sees 10.0.0.8"
+container sees 172.17.0.2
+```
+""")
+    assert "the README shows ip 172.17.0.2 again, which stood for 10.0.0.7" in str(failure)
+
+
+def test_an_interrupted_terminal_must_stop(tmp_path):
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ python3 -c "import signal, time; signal.signal(signal.SIGINT, lambda *a: print('stopping', flush=True)); print('up', flush=True); time.sleep(60)"
+up
+```
+
+<!-- lesson: interrupt -->
+```console
+stopping
+```
+""")
+    assert "was still running 10 s after Ctrl-C" in str(failure)
+
+
+def test_a_command_reading_stdin_gets_end_of_file_and_exit_codes_count(tmp_path):
+    _, failure = run_lesson(tmp_path, "```console\n$ cat\n$ tr a-z A-Z <<< hello\nHELLO\n```\n")
+    assert failure is None
+    _, failure = run_lesson(tmp_path, "```console\n$ grep -q nothing /dev/null\n```\n")
+    assert "`grep -q nothing /dev/null` exited with code 1" in str(failure)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("<!-- lesson: until 1m -->\n```console\n$ true\n```\n", "README.md:1: unknown lesson marker 'until 1m'"),
+    ("<!-- lesson: backgroud -->\n```console\n$ true\n```\n", "README.md:1: unknown lesson marker 'backgroud'"),
+    ("<!-- lesson: until 5s -->\n```console\n$ true\n$ true\n```\n", "an `until` block holds exactly one command"),
+    ("```console\nstray\n$ true\n```\n", "README.md:1: text before the block's first command"),
+    ("```console\nnod1$ true\n```\n", "README.md:2: unknown machine 'nod1'"),
+])
+def test_mistakes_in_a_lesson_are_reported_with_their_line(tmp_path, text, message):
+    readme = tmp_path / "README.md"
+    readme.write_text(text)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        list(lesson_document(readme).examples())
+
+
+def test_a_marker_applies_only_to_the_block_right_below_it(tmp_path):
+    _, failure = run_lesson(tmp_path, "<!-- lesson: skip (not here) -->\n\n```console\n$ echo run\nrun\n```\n")
+    assert failure is None
+    _, failure = run_lesson(tmp_path, "<!-- lesson: skip (not here) -->\n\n```console\n$ false\n```\n")
+    assert "exited with code 1" in str(failure)
