@@ -68,7 +68,7 @@ class Kubelet:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._syncs = 0
+        self.syncs = 0          # completed syncs, served on /metrics
 
     # --- the loop -------------------------------------------------------------
 
@@ -106,6 +106,8 @@ class Kubelet:
                 self._submit(uid, key, self.worker.kill_pod, key, uid, actual[uid])
         self._forget_gone_pods(desired, actual)
         self.probes.sync(self._running_app_containers(desired, actual))
+        self.syncs += 1
+        self._sweep_orphan_volumes(set(desired) | set(actual))
 
     def sync_pod(self, pod: dict, containers: list[ContainerInfo]) -> None:
         """Compare, decide, hand the actions to a worker, report status."""
@@ -229,14 +231,15 @@ class Kubelet:
                 del self._done_at[uid]
         self._running_logged &= set(desired)
         self._reported_dead &= {f"docker://{c.id}" for containers in actual.values() for c in containers}
-        keys = [cfg.backoff_key(pod, c) for pod in desired.values() for c in pod["spec"]["containers"]]
-        keys += [(uid, cfg.SANDBOX_NAME, cfg.sandbox_hash(pod)) for uid, pod in desired.items()]
-        self.crash_backoff.forget_all_but(keys)
-        self.start_backoff.forget_all_but(keys)
-        self._syncs += 1
-        if self._syncs % 30 == 1 and not self._busy:
-            # emptyDir volumes whose pod is gone (a kubelet killed between
-            # removing a pod's containers and its volumes leaves these).
+        # Back-off keys start with the pod's uid (see cfg.backoff_key).
+        for backoff in (self.crash_backoff, self.start_backoff):
+            backoff.forget_if(lambda key: key[0] not in desired)
+
+    def _sweep_orphan_volumes(self, live: set[str]) -> None:
+        """Every 30 syncs: emptyDir volumes whose pod is gone (a kubelet
+        killed between removing a pod's containers and its volumes leaves
+        these)."""
+        if self.syncs % 30 == 1 and not self._busy:
             self.worker.remove_volumes(lambda owner: owner not in live)
 
     # --- what the read-only server asks -----------------------------------------

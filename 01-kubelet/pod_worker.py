@@ -87,10 +87,7 @@ class PodWorker:
             sandbox_id = self.runtime.run_sandbox(pod, self.pause_image, actions.sandbox_attempt)
         except (ImagePullError, docker.errors.APIError) as error:
             message = f"failed to create pod sandbox: {getattr(error, 'explanation', None) or error}"
-            delay = self.start_backoff.next(backoff_key)
-            self.waiting.set(uid, cfg.SANDBOX_NAME, Waiting("FailedCreatePodSandBox", message, time.time(),
-                                                             backoff_key[2]))
-            self.log.warning("sandbox not started", obj=key, error=message, retry_in=f"{delay:g}s")
+            self._remember_failure(key, backoff_key, "FailedCreatePodSandBox", message, "sandbox not started")
             return None
         self.waiting.clear(uid, cfg.SANDBOX_NAME)
         self.start_backoff.forget(backoff_key)
@@ -109,9 +106,9 @@ class PodWorker:
             container_id = self.runtime.run_container(pod, container, sandbox_id, pod_ip, start.restart_count,
                                                       env, mounts)
         except ImagePullError as error:
-            return self._not_started(key, start, error.reason, str(error))
+            return self._remember_failure(key, start.backoff_key, error.reason, str(error))
         except cfg.ConfigError as error:
-            return self._not_started(key, start, "CreateContainerConfigError", str(error))
+            return self._remember_failure(key, start.backoff_key, "CreateContainerConfigError", str(error))
         except StartError as error:
             # Created but not started: the status shows it terminated with
             # StartError, and the crash-loop back-off spaces the retries.
@@ -121,19 +118,22 @@ class PodWorker:
                              id=error.container_id[:12], error=str(error))
             return None
         except docker.errors.APIError as error:
-            return self._not_started(key, start, "CreateContainerError", getattr(error, "explanation", None) or str(error))
+            return self._remember_failure(key, start.backoff_key, "CreateContainerError",
+                                          getattr(error, "explanation", None) or str(error))
         self.waiting.clear(uid, name)
         self.start_backoff.forget(start.backoff_key)
         self.log.info("container started", obj=key, container=name, id=container_id[:12],
                       restartCount=start.restart_count or None)
         return None
 
-    def _not_started(self, key: str, start: Start, reason: str, message: str) -> None:
-        uid, name, spec_hash = start.backoff_key
-        delay = self.start_backoff.next(start.backoff_key)
+    def _remember_failure(self, key: str, backoff_key: tuple, reason: str, message: str,
+                          event: str = "container not started") -> None:
+        """A start that failed before anything ran: the next decision holds
+        back that spec (pod_actions._held_back) until its back-off is over."""
+        uid, name, spec_hash = backoff_key
+        delay = self.start_backoff.next(backoff_key)
         self.waiting.set(uid, name, Waiting(reason, message, time.time(), spec_hash))
-        self.log.warning("container not started", obj=key, container=name, reason=reason,
-                         error=message, retry_in=f"{delay:g}s")
+        self.log.warning(event, obj=key, container=name, reason=reason, error=message, retry_in=f"{delay:g}s")
 
     def kill_pod(self, key: str, uid: str, containers: list[ContainerInfo]) -> None:
         """The pod is no longer wanted: stop its app containers gracefully,

@@ -2,6 +2,7 @@
 
     GET /healthz                                   "ok"
     GET /pods                                      a PodList, with status
+    GET /metrics                                   counters, in Prometheus' text format
     GET /containerLogs/{namespace}/{pod}/{container}?tailLines=N&follow=true&previous=true&timestamps=true
 
 No authentication: bind it to an address only trusted machines reach.
@@ -43,6 +44,18 @@ def healthz():
 @bp.get("/pods")
 def pods():
     return jsonify(current_app.config["KUBELET"].pod_list())
+
+
+@bp.get("/metrics")
+def metrics():
+    """A start on the real kubelet's /metrics: how many syncs have run (a
+    test waits for "a few more syncs" by watching it) and how many pods."""
+    kubelet = current_app.config["KUBELET"]
+    body = ("# TYPE kubelet_sync_loops_total counter\n"
+            f"kubelet_sync_loops_total {kubelet.syncs}\n"
+            "# TYPE kubelet_desired_pods gauge\n"
+            f"kubelet_desired_pods {len(kubelet.pods)}\n")
+    return body, 200, {"Content-Type": "text/plain; version=0.0.4"}
 
 
 @bp.get("/containerLogs/<namespace>/<pod_name>/<container_name>")

@@ -56,9 +56,8 @@ class Backoff:
         with self._lock:
             self._entries.pop(key, None)
 
-    def forget_all_but(self, keys) -> None:
-        """Drop the entries of keys no longer in use (pods that went away)."""
-        keep = set(keys)
+    def forget_if(self, unwanted) -> None:
+        """Drop the entries whose key unwanted(key) rejects (pods that went away)."""
         with self._lock:
-            for key in [k for k in self._entries if k not in keep]:
+            for key in [k for k in self._entries if unwanted(k)]:
                 del self._entries[key]
