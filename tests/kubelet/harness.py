@@ -103,6 +103,18 @@ class Kubelet:
 
     # the read-only API ---------------------------------------------------------
 
+    def syncs(self) -> int:
+        """Completed syncs, from the kubelet's /metrics."""
+        text = requests.get(self.url("/metrics"), timeout=5).text
+        return int(next(line.split()[1] for line in text.splitlines()
+                        if line.startswith("kubelet_sync_loops_total ")))
+
+    def wait_syncs(self, more: int = 3, timeout: float = 20) -> None:
+        """Wait until the kubelet has synced `more` more times: the way to
+        assert that something does *not* happen, without a bare sleep."""
+        target = self.syncs() + more
+        wait_for(lambda: self.syncs() >= target, timeout, what=f"{more} more syncs of {self.node_name}")
+
     def pods(self) -> list[dict]:
         return requests.get(self.url("/pods"), timeout=5).json()["items"]
 

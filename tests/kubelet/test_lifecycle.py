@@ -3,7 +3,6 @@ and come back, bad input arrives: the kubelet converges every time."""
 from __future__ import annotations
 
 import signal
-import time
 
 import requests
 
@@ -66,7 +65,7 @@ def test_restarted_kubelet_adopts_running_containers(make_kubelet):
     assert ids(kubelet, "keep") == before, "pods must keep running when the kubelet stops"
     kubelet.start()
     pod = kubelet.wait_running("keep")
-    time.sleep(1.5)  # a few syncs: nothing may be restarted (asserting an absence)
+    kubelet.wait_syncs(3)  # nothing may be restarted (asserting an absence)
     assert ids(kubelet, "keep") == before
     assert [s["restartCount"] for s in kubelet.pod("keep")["status"]["containerStatuses"]] == [0, 0]
     assert "container started" not in kubelet.log().split("kubelet started")[-1]
@@ -84,7 +83,7 @@ def test_kubelet_killed_mid_sync_converges_without_duplicates_or_orphans(make_ku
     kubelet.start()
     for i in range(6):
         kubelet.wait_running(f"p{i}", 60)
-    time.sleep(1)  # let any stray start show itself before counting
+    kubelet.wait_syncs(3)  # let any stray start show itself before counting
     running = kubelet.containers(all=False)
     per_pod: dict[str, list[str]] = {}
     for container in running:
@@ -123,7 +122,7 @@ def test_bad_manifests_are_reported_and_skipped(kubelet):
     assert "'Deployment'" in log and "is not a v1 Pod" in log
     assert "pod default/good is already defined in" in log
     assert [p["metadata"]["name"] for p in kubelet.pods()] == ["good"]
-    time.sleep(1.2)  # several syncs later: each problem was reported once, not every sync
+    kubelet.wait_syncs(3)  # each problem was reported once, not every sync
     assert kubelet.log().count("70000") == 1
 
 
@@ -160,7 +159,8 @@ def test_two_kubelets_on_one_docker_keep_to_their_own(make_kubelet):
     assert set(ids(one, "same").values()).isdisjoint(theirs.values())
     one.remove("same.yaml")
     wait_for(lambda: not one.containers("same"), 20, what="node one's pod removed")
-    time.sleep(1)  # a few syncs of both kubelets
+    one.wait_syncs(3)
+    two.wait_syncs(3)
     assert ids(two, "same") == theirs
 
 
@@ -219,7 +219,9 @@ def test_a_taken_host_port_is_retried_with_back_off_not_in_a_loop(kubelet):
                            container_status(p, "c0")["state"].get("waiting", {}).get("message", ""),
                            20, "sandbox failure reported")
     assert pod["status"]["phase"] == "Pending"
-    time.sleep(2.5)  # with a 1 s initial back-off: a handful of attempts, not hundreds
+    # Without back-off every sync would try again; with a 1 s initial
+    # back-off, six syncs (about 3 s at 0.5 s each) see a handful of tries.
+    kubelet.wait_syncs(6)
     attempts = kubelet.log().count("sandbox not started")
     assert 1 <= attempts <= 4, attempts
     kubelet.remove("first.yaml")
