@@ -1,0 +1,50 @@
+"""What the REST layer needs from a storage backend, and nothing more.
+
+Kubernetes keeps its objects in etcd behind a small interface
+(k8s.io/apiserver/pkg/storage.Interface). Ours is the same idea: the REST
+layer calls these methods and never touches files, so a second backend
+(etcd, SQLite) could be added beside file_store.FileStore.
+
+Rules every backend keeps:
+- resourceVersion is one counter for the whole cluster. Every create, update
+  and delete takes the next value; it never goes backwards, also across
+  restarts.
+- A method returns only once the change is durable.
+- Objects handed out are shared and must not be mutated: copy before changing.
+- Every acknowledged change is appended to `watch_cache` in resourceVersion order.
+"""
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+from watch_cache import WatchCache
+
+UpdateFn = Callable[[dict], dict]   # current object (a private copy) -> new object
+
+
+class Store(Protocol):
+    watch_cache: WatchCache
+
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion handed out."""
+
+    def get(self, resource, namespace: str, name: str) -> dict | None: ...
+
+    def list(self, resource, namespace: str | None = None) -> tuple[list[dict], int]:
+        """Objects sorted by (namespace, name), and the resourceVersion they are current at."""
+
+    def create(self, resource, obj: dict) -> dict:
+        """Store a new object; raises api_errors AlreadyExists."""
+
+    def update(self, resource, namespace: str, name: str, update_fn: UpdateFn) -> dict:
+        """Read-modify-write as one step: `update_fn` gets a copy of the current
+        object and returns the new one (or raises). If the new object carries a
+        metadata.resourceVersion that is not the current one, the update fails
+        with 409 Conflict: optimistic concurrency."""
+
+    def delete(self, resource, namespace: str, name: str,
+               precondition: Callable[[dict], None] | None = None) -> dict:
+        """Remove an object and return it as it was last stored."""
+
+    def close(self) -> None: ...

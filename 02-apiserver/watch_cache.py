@@ -1,0 +1,110 @@
+"""The event history that every watch reads from.
+
+Every write the store acknowledges becomes one Event here, numbered by its
+resourceVersion. A watcher is a cursor into this history: it remembers the
+position of the last event it sent, and waits on one condition variable when
+it has caught up. A write therefore costs the same with one watcher or a
+thousand: append to the history, wake whoever waits. Each watcher filters
+(by kind, namespace, selectors) on its own thread, and the JSON of an event is
+encoded once, by the first watcher that needs it.
+
+The history is bounded (a ring of `capacity` events). A watcher that asks to
+start from a resourceVersion older than the oldest kept event would miss
+events, so it is told 410 Gone ("Expired") and must list again: the same
+contract as Kubernetes' watch cache and etcd's compaction.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+
+@dataclass
+class Event:
+    type: str                 # ADDED, MODIFIED, DELETED
+    resource_version: int
+    resource: object          # registry.Resource
+    namespace: str
+    obj: dict                 # the object after the change (before it, for DELETED)
+    old: dict | None = None   # the object before a MODIFIED: selectors need both
+    _encoded: bytes | None = field(default=None, repr=False)
+
+    def encoded(self) -> bytes:
+        """`{"type": ..., "object": ...}` and a newline, as a watch sends it.
+
+        Encoded once and shared by every watcher that sends this event as is
+        (a benign race: two threads may both encode, with the same result)."""
+        if self._encoded is None:
+            self._encoded = encode_event(self.type, self.obj)
+        return self._encoded
+
+
+def encode_event(kind: str, obj: dict) -> bytes:
+    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+
+
+class Expired(Exception):
+    """The requested resourceVersion is older than the kept history."""
+
+
+# [START watch-history]
+class WatchCache:
+    def __init__(self, capacity: int, start_rv: int):
+        self._ring: list[Event | None] = [None] * capacity
+        self._capacity = capacity
+        self._next = 0                    # sequence number of the next event
+        self._horizon_rv = start_rv       # events after this rv are all kept
+        self._changed = threading.Condition()
+
+    def append(self, event: Event) -> None:
+        """Called by the store, in resourceVersion order, once the write is on disk."""
+        with self._changed:
+            evicted = self._ring[self._next % self._capacity]
+            if evicted is not None:
+                self._horizon_rv = evicted.resource_version
+            self._ring[self._next % self._capacity] = event
+            self._next += 1
+            self._changed.notify_all()
+
+    def _position_after(self, rv: int) -> int:
+        """The sequence number of the first kept event newer than `rv`."""
+        if rv < self._horizon_rv:
+            raise Expired(f"too old resource version: {rv} ({self._horizon_rv})")
+        low, high = max(0, self._next - self._capacity), self._next
+        while low < high:                 # binary search: events are in rv order
+            middle = (low + high) // 2
+            if self._ring[middle % self._capacity].resource_version <= rv:
+                low = middle + 1
+            else:
+                high = middle
+        return low
+
+    def events_after(self, rv: int, deadline: float, wakeup: float = 1.0) -> Iterator[Event | None]:
+        """Yield every event newer than `rv` as it happens, until `deadline`.
+
+        Yields None at least every `wakeup` seconds while idle, so the caller
+        can send a bookmark or notice that its client went away."""
+        with self._changed:
+            position = self._position_after(rv)
+        while True:
+            with self._changed:
+                if position < self._next - self._capacity:
+                    raise Expired("the watcher fell behind the kept history")
+                if position == self._next:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return
+                    self._changed.wait(min(remaining, wakeup))
+                batch = [self._ring[i % self._capacity] for i in range(position, self._next)]
+                position = self._next
+            yield from batch              # sent outside the lock: writers never wait for a slow client
+            if not batch:
+                yield None
+# [END watch-history]
+
+    @property
+    def horizon(self) -> int:
+        return self._horizon_rv

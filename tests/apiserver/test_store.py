@@ -1,0 +1,135 @@
+"""The JSON-file store and the watch history, in-process (no HTTP)."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+import api_errors
+import registry
+from file_store import FileStore
+from watch_cache import Expired
+
+PODS = registry.for_kind("", "Pod")
+NODES = registry.for_kind("", "Node")
+
+
+def pod(name, namespace="default", **meta):
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, **meta},
+            "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}}
+
+
+@pytest.fixture
+def store(tmp_path):
+    return FileStore(tmp_path / "data", watch_cache_size=5)
+
+
+def test_an_object_is_a_json_file_a_learner_can_read(store, tmp_path):
+    created = store.create(PODS, pod("web"))
+    path = tmp_path / "data" / "registry" / "core" / "pods" / "default" / "web.json"
+    assert json.loads(path.read_text()) == created
+    node = store.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node1"}})
+    assert (tmp_path / "data" / "registry" / "core" / "nodes" / "node1.json").exists()
+    assert int(node["metadata"]["resourceVersion"]) == int(created["metadata"]["resourceVersion"]) + 1
+
+
+def test_one_counter_orders_every_write(store):
+    versions = [int(store.create(PODS, pod(f"p{i}"))["metadata"]["resourceVersion"]) for i in range(3)]
+    versions.append(int(store.update(PODS, "default", "p0", lambda o: {**o, "spec": {"x": 1}})["metadata"]["resourceVersion"]))
+    versions.append(int(store.delete(PODS, "default", "p1")["metadata"]["resourceVersion"]))
+    assert versions == sorted(versions) and len(set(versions)) == 5
+
+
+def test_create_twice_is_already_exists(store):
+    store.create(PODS, pod("web"))
+    with pytest.raises(api_errors.APIError) as caught:
+        store.create(PODS, pod("web"))
+    assert (caught.value.code, caught.value.reason) == (409, "AlreadyExists")
+    assert caught.value.message == 'pods "web" already exists'
+
+
+def test_stale_resource_version_is_a_conflict(store):
+    first = store.create(PODS, pod("web"))
+    store.update(PODS, "default", "web", lambda o: {**o, "spec": {"changed": True}})
+
+    def stale_write(current):
+        current["metadata"]["resourceVersion"] = first["metadata"]["resourceVersion"]
+        return current
+    with pytest.raises(api_errors.APIError) as caught:
+        store.update(PODS, "default", "web", stale_write)
+    assert caught.value.code == 409 and caught.value.reason == "Conflict"
+    assert "the object has been modified" in caught.value.message
+
+
+def test_an_update_that_changes_nothing_writes_nothing(store):
+    created = store.create(PODS, pod("web"))
+    again = store.update(PODS, "default", "web", lambda o: o)
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "..", "x\0y", "Upper", "a" * 254, "", ".hidden"])
+def test_no_name_can_reach_outside_the_data_directory(store, tmp_path, name):
+    with pytest.raises(api_errors.APIError) as caught:
+        store.create(PODS, pod(name))
+    assert caught.value.code == 400
+    assert not any(p.name.startswith("escape") for p in tmp_path.rglob("*"))
+
+
+def test_restart_reloads_everything_and_versions_never_go_back(tmp_path):
+    first = FileStore(tmp_path / "data")
+    first.create(PODS, pod("keep"))
+    last = first.delete(PODS, "default", "keep")           # the newest version belongs to a deleted object
+    again = FileStore(tmp_path / "data")
+    assert again.get(PODS, "default", "keep") is None
+    created = again.create(PODS, pod("after"))
+    assert int(created["metadata"]["resourceVersion"]) > int(last["metadata"]["resourceVersion"])
+
+
+def test_a_cut_off_write_leaves_the_old_file(tmp_path):
+    store = FileStore(tmp_path / "data")
+    store.create(PODS, pod("web"))
+    directory = tmp_path / "data" / "registry" / "core" / "pods" / "default"
+    (directory / ".web.json.tmp").write_text('{"half": ')   # killed between write and rename
+    again = FileStore(tmp_path / "data")
+    assert again.get(PODS, "default", "web")["metadata"]["name"] == "web"
+    assert not (directory / ".web.json.tmp").exists()
+
+
+def test_a_hand_broken_file_is_set_aside_not_served(tmp_path):
+    store = FileStore(tmp_path / "data")
+    store.create(PODS, pod("web"))
+    path = tmp_path / "data" / "registry" / "core" / "pods" / "default" / "web.json"
+    path.write_text("{not json")
+    again = FileStore(tmp_path / "data")
+    assert again.get(PODS, "default", "web") is None
+    assert path.with_name("web.json.corrupt").read_text() == "{not json"
+
+
+def test_watch_sees_every_change_after_a_version_in_order(store):
+    start = store.resource_version
+    store.create(PODS, pod("a"))
+    store.update(PODS, "default", "a", lambda o: {**o, "spec": {"v": 2}})
+    store.delete(PODS, "default", "a")
+    events = store.watch_cache.events_after(start, deadline=time.monotonic() + 0.2, wakeup=0.05)
+    seen = [(e.type, e.obj["metadata"]["name"]) for e in events if e is not None]
+    assert seen == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+
+
+def test_watch_wakes_up_for_a_write_from_another_thread(store):
+    start = store.resource_version
+    threading.Timer(0.1, lambda: store.create(PODS, pod("late"))).start()
+    events = store.watch_cache.events_after(start, deadline=time.monotonic() + 10)
+    first = next(e for e in events if e is not None)
+    assert first.obj["metadata"]["name"] == "late"
+
+
+def test_a_version_older_than_the_history_is_expired(store):
+    start = store.resource_version
+    for i in range(6):                                       # the history keeps 5
+        store.create(PODS, pod(f"p{i}"))
+    with pytest.raises(Expired):
+        next(store.watch_cache.events_after(start, deadline=time.monotonic() + 1))
+    newest = store.watch_cache.events_after(start + 1, deadline=time.monotonic() + 0.1, wakeup=0.05)
+    assert [e.obj["metadata"]["name"] for e in newest if e is not None] == ["p1", "p2", "p3", "p4", "p5"]
