@@ -1,0 +1,193 @@
+"""PATCH: four ways to say "change these fields", chosen by Content-Type.
+
+kubectl picks the patch type by command (see shared/kubectl-compat.md):
+
+    application/json-patch+json            a list of RFC 6902 operations
+                                           (`kubectl patch --type=json`, rollout undo)
+    application/merge-patch+json           RFC 7386: maps merge, null deletes,
+                                           lists replace (label, annotate, scale)
+    application/strategic-merge-patch+json Kubernetes' own, lists merge by key
+                                           (client-side apply, edit, rollout restart)
+    application/apply-patch+yaml           server-side apply: the whole intent of
+                                           one field manager, YAML or JSON
+
+apply_patch() parses the body, refuses anything that is not the right shape
+with a message saying what was wrong, and returns the patched object. It
+never changes `live` and knows nothing about HTTP: the REST layer validates
+and stores the result like any other update.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import jsonpatch
+import json_merge_patch
+import yaml
+
+import api_errors
+import schemas
+import server_side_apply
+import strategic_merge
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
+
+# Real objects nest about 15 levels deep. A limit far above that keeps a
+# hostile body from exhausting the recursion of the merge functions.
+MAX_DEPTH = 100
+
+
+# [START apply-patch]
+def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, version: str,
+                kind: str, field_manager: str = "", force: bool = False) -> dict:
+    """The object `live` becomes after the patch `body` of type `content_type`.
+
+    `force` is server-side apply's `?force=true` (kubectl --force-conflicts)."""
+    media_type = content_type.split(";")[0].strip().lower()
+    if media_type not in PATCH_TYPES:
+        raise api_errors.unsupported_media_type(content_type, PATCH_TYPES)
+    if media_type == APPLY_PATCH:
+        applied = _parse(body, "apply configuration", yaml_allowed=True)
+        _expect_object(applied, "an apply configuration must be a whole manifest, "
+                                "a YAML or JSON object")
+        if not field_manager:
+            raise api_errors.bad_request("fieldManager is required for apply requests "
+                                         "(kubectl sends --field-manager, default \"kubectl\")")
+        return server_side_apply.apply(live or None, applied, field_manager, group, version,
+                                       kind, force)
+    live = live or {}
+    patch = _parse(body, "patch")
+    if media_type == JSON_PATCH:
+        if not isinstance(patch, list):
+            raise api_errors.bad_request("json patch must be an array of operations, such as "
+                                         '[{"op": "replace", "path": "/spec/replicas", "value": 3}]')
+        result = _json_patch(live, patch)
+    elif media_type == MERGE_PATCH:
+        _expect_object(patch, "merge patch must be a JSON object")
+        result = json_merge_patch.merge(copy.deepcopy(live), patch)  # it merges in place
+    else:
+        _expect_object(patch, "strategic merge patch must be a JSON object")
+        result = strategic_merge.strategic_merge(live, patch,
+                                                 schemas.schema_for(group, version, kind))
+    _expect_object(result, "the patched object is no longer a JSON object")
+    return result
+# [END apply-patch]
+
+
+def _json_patch(live: dict, operations: list) -> dict:
+    """RFC 6902, one operation at a time so an error can name the one that failed."""
+    document = copy.deepcopy(live)  # one copy; the operations then change it in place
+    for index, op in enumerate(operations):
+        if not isinstance(op, dict) or not isinstance(op.get("op"), str) or "path" not in op:
+            raise api_errors.bad_request(
+                f"json patch operation {index} must be an object with \"op\" and \"path\" "
+                f"(got {json.dumps(op)[:80]})")
+        where = f"json patch operation {index} ({op['op']} {op['path']})"
+        for pointer in (op["path"], op.get("from", "")):
+            if not isinstance(pointer, str) or pointer[:1] not in ("", "/"):
+                raise api_errors.bad_request(
+                    f"{where} is not valid: a path is a JSON pointer such as /spec/replicas")
+        try:
+            document = jsonpatch.JsonPatch([op]).apply(document, in_place=True)
+        except jsonpatch.JsonPatchTestFailed:
+            # Not the library's message: it quotes the whole value found there.
+            expected = json.dumps(op.get("value"))
+            raise api_errors.APIError(422, "Invalid", f"{where} failed: the value there is not "
+                                      f"{expected if len(expected) <= 80 else expected[:77] + '...'}")
+        except (jsonpatch.JsonPatchConflict, jsonpatch.JsonPointerException) as error:
+            # A path that does not exist in the object: the request is well
+            # formed but cannot apply, as Kubernetes says with a 422.
+            raise api_errors.APIError(422, "Invalid", f"{where} cannot apply: {_short(error)}")
+        except (jsonpatch.InvalidJsonPatch, TypeError, ValueError) as error:
+            raise api_errors.bad_request(f"{where} is not valid: {error}")
+    return document
+
+
+def _short(error: Exception) -> str:
+    # jsonpointer quotes the whole document it searched ("... not found in
+    # {...}"); the user has the document already.
+    return re.split(r" in [{\[]", str(error), maxsplit=1)[0]
+
+
+def _parse(body: bytes, what: str, yaml_allowed: bool = False):
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise api_errors.bad_request(f"the {what} is not UTF-8 text")
+    try:
+        try:
+            value = json.loads(text)
+        except ValueError as error:
+            if not yaml_allowed:
+                raise api_errors.bad_request(f"the {what} is not valid JSON: {error}")
+            value = _load_yaml(text, what)
+    except RecursionError:
+        raise api_errors.bad_request(f"the {what} is nested too deeply")
+    _check_depth(value, what)
+    return value
+
+
+class _ManifestLoader(yaml.SafeLoader):
+    """YAML as Kubernetes reads it: no aliases, no dates.
+
+    Aliases let a few lines expand into millions of nodes (the "billion
+    laughs"), and manifests never need them. Unquoted dates stay strings,
+    because a label value `2024-01-01` is a string to Kubernetes."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise api_errors.bad_request("YAML aliases (*name) are not allowed in a manifest")
+        return super().compose_node(parent, index)
+
+
+_ManifestLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+
+def _load_yaml(text: str, what: str):
+    try:
+        return _json_keys(yaml.load(text, Loader=_ManifestLoader))
+    except yaml.YAMLError as error:
+        raise api_errors.bad_request(f"the {what} is neither valid JSON nor valid YAML: {error}")
+
+
+def _json_keys(value):
+    """YAML keys may be numbers or booleans (`80: x`, `yes: y`); JSON's are strings."""
+    if isinstance(value, dict):
+        return {(json.dumps(k) if isinstance(k, bool) else str(k)) if not isinstance(k, str)
+                else k: _json_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_keys(v) for v in value]
+    return value
+
+
+def _check_depth(value, what: str) -> None:
+    """Refuse documents deeper than MAX_DEPTH, without recursing ourselves."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise api_errors.bad_request(f"the {what} is nested more than {MAX_DEPTH} levels deep")
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _expect_object(value, message: str) -> None:
+    if not isinstance(value, dict):
+        raise api_errors.bad_request(f"{message} (got {_json_type(value)})")
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array"}.get(type(value), type(value).__name__)
