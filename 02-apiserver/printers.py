@@ -1,0 +1,429 @@
+"""Server-side printing: the columns of `kubectl get`, computed by the API server.
+
+kubectl does not know how to summarise a Pod. For `get` it asks for a
+`meta.k8s.io/v1` Table (Accept: application/json;as=Table;...), and the
+server answers with column definitions and one row of cells per object.
+That is why a new kubectl can print an old cluster's custom types, and why
+a server that cannot make tables leaves kubectl with only NAME and AGE.
+
+A printer is a list of columns plus a function from one object to its cells.
+Like Kubernetes' server, we always send every column, including the
+`-o wide` ones (priority 1); kubectl hides those unless asked for them.
+
+Watch events (`kubectl get -w`) carry a one-row Table per event; there is no
+separate function for that: call `to_table(resource, [obj], None, ...)`, and
+the table takes its resourceVersion from the object, as for a single GET.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+import pod_printer
+from printer_formats import (NONE, UNKNOWN, as_dict, as_int, as_list, as_str, between, dicts,
+                             dig, format_label_selector, format_labels, join_host_port, since)
+
+log = logging.getLogger(__name__)
+
+INCLUDE_OBJECT = ("None", "Metadata", "Object")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str              # kubectl prints it upper-cased: "Nominated Node" -> NOMINATED NODE
+    description: str
+    type: str = "string"   # an OpenAPI type: string, integer, number, boolean, date
+    priority: int = 0      # 0 always shown; 1 only with -o wide
+    format: str = ""       # "name" marks the column holding the object's name
+
+    def definition(self) -> dict:
+        return {"name": self.name, "type": self.type, "format": self.format,
+                "description": self.description, "priority": self.priority}
+
+
+@dataclass(frozen=True)
+class Printer:
+    columns: tuple[Column, ...]
+    cells: Callable[[dict, datetime], list]   # (object, now) -> one cell per column
+    # Row conditions, e.g. a finished pod's Completed=True (see pod_printer).
+    conditions: Callable[[dict], list[dict]] = lambda obj: []
+
+
+# [START to-table]
+def to_table(resource, objects: list[dict], list_metadata: dict | None = None,
+             include_object: str = "Metadata", now: datetime | None = None) -> dict:
+    """A meta.k8s.io/v1 Table with one row per object, for `kubectl get`.
+
+    include_object is the request's ?includeObject=: "Metadata" (kubectl's
+    choice: enough for the -A NAMESPACE column and --show-labels), "Object"
+    or "None". Raises ValueError for any other value.
+    """
+    if include_object not in INCLUDE_OBJECT:
+        raise ValueError(f"includeObject={include_object!r} is not one of {', '.join(INCLUDE_OBJECT)}")
+    now = _aware(now or datetime.now(timezone.utc))
+    printer = printer_for(resource)
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": _table_metadata(objects, list_metadata),
+        "columnDefinitions": [column.definition() for column in printer.columns],
+        "rows": [_row(printer, obj, include_object, now) for obj in objects],
+    }
+
+
+def _row(printer: Printer, obj: dict, include_object: str, now: datetime) -> dict:
+    row = {"cells": _cells(printer, obj, now)}
+    if conditions := printer.conditions(obj):
+        row["conditions"] = conditions
+    if include_object == "Metadata":
+        row["object"] = {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                         "metadata": as_dict(obj.get("metadata"))}
+    elif include_object == "Object":
+        row["object"] = obj
+    return row
+# [END to-table]
+
+
+def _cells(printer: Printer, obj: dict, now: datetime) -> list:
+    """The row's cells; never raises, so one broken object cannot fail a list."""
+    try:
+        cells = printer.cells(obj, now)
+        if len(cells) == len(printer.columns):
+            return cells
+        log.error("printer gave %d cells for %d columns", len(cells), len(printer.columns))
+    except Exception:  # noqa: BLE001 - a printing bug must not become a failed `kubectl get`
+        log.exception("cannot print %s %s", obj.get("kind"), name_of(obj))
+    # Keep the row recognisable by its name; say honestly that the rest is unknown.
+    return [name_of(obj) if column.format == "name" else UNKNOWN for column in printer.columns]
+
+
+def _table_metadata(objects: list[dict], list_metadata: dict | None) -> dict:
+    if list_metadata is not None:
+        return dict(list_metadata)   # resourceVersion, and continue for paged lists
+    if len(objects) == 1:
+        # A single GET or a watch event: the table is as new as its object.
+        version = dig(objects[0], "metadata", "resourceVersion")
+        return {"resourceVersion": version} if isinstance(version, str) else {}
+    return {}
+
+
+def _aware(now: datetime) -> datetime:
+    return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+
+
+def printer_for(resource) -> Printer:
+    """The printer for a registry.Resource; NAME and AGE for kinds without one."""
+    return PRINTERS.get((resource.group, resource.kind), DEFAULT)
+
+
+def name_of(obj: dict) -> str:
+    return as_str(dig(obj, "metadata", "name"))
+
+
+def age(obj: dict, now: datetime) -> str:
+    return since(dig(obj, "metadata", "creationTimestamp"), now)
+
+
+# Descriptions shared by many kinds.
+NAME = Column("Name", "The object's name, unique in its namespace.", format="name")
+AGE = Column("Age", "Time since the object was created (metadata.creationTimestamp).")
+CONTAINERS = Column("Containers", "Names of the containers in the pod template.", priority=1)
+IMAGES = Column("Images", "Images of the containers in the pod template.", priority=1)
+SELECTOR = Column("Selector", "The label selector picking this object's pods.", priority=1)
+
+
+def template_containers(obj: dict) -> tuple[str, str]:
+    """The CONTAINERS and IMAGES cells of a workload: "web,log" and "nginx:1.27,busybox"."""
+    containers = dicts(dig(obj, "spec", "template", "spec", "containers"))
+    return (",".join(as_str(c.get("name")) for c in containers),
+            ",".join(as_str(c.get("image")) for c in containers))
+
+
+# --- Node, Namespace, Event ------------------------------------------------------
+
+def node_cells(node: dict, now: datetime) -> list:
+    status = as_dict(node.get("status"))
+    info = as_dict(status.get("nodeInfo"))
+    # Only the Ready condition counts; a node whose kubelet never reported
+    # has none, and its status is Unknown rather than NotReady.
+    ready = [c for c in dicts(status.get("conditions")) if c.get("type") == "Ready"]
+    states = ["Ready" if ready[-1].get("status") == "True" else "NotReady"] if ready else ["Unknown"]
+    if dig(node, "spec", "unschedulable") is True:
+        states.append("SchedulingDisabled")   # cordoned: kubectl cordon
+    addresses = dicts(status.get("addresses"))
+
+    def address(kind: str) -> str:
+        return next((as_str(a.get("address")) for a in addresses if a.get("type") == kind), "") or NONE
+
+    return [name_of(node), ",".join(states), ",".join(node_roles(node)) or NONE, age(node, now),
+            as_str(info.get("kubeletVersion")), address("InternalIP"), address("ExternalIP"),
+            as_str(info.get("osImage")) or UNKNOWN, as_str(info.get("kernelVersion")) or UNKNOWN,
+            as_str(info.get("containerRuntimeVersion")) or UNKNOWN]
+
+
+def node_roles(node: dict) -> list[str]:
+    """Roles come from labels: node-role.kubernetes.io/control-plane="" gives control-plane."""
+    roles = set()
+    for key, value in as_dict(dig(node, "metadata", "labels")).items():
+        if key.startswith("node-role.kubernetes.io/") and key.partition("/")[2]:
+            roles.add(key.partition("/")[2])
+        elif key == "kubernetes.io/role" and isinstance(value, str) and value:
+            roles.add(value)   # the older spelling
+    return sorted(roles)
+
+
+def namespace_cells(ns: dict, now: datetime) -> list:
+    return [name_of(ns), as_str(dig(ns, "status", "phase")), age(ns, now)]
+
+
+def event_cells(event: dict, now: datetime) -> list:
+    # Old-style events (core/v1, our kubelet's) have first/lastTimestamp and
+    # count; events.k8s.io-style ones have eventTime and a series instead.
+    first = since(event.get("firstTimestamp") or event.get("eventTime"), now)
+    last = since(event["lastTimestamp"], now) if event.get("lastTimestamp") else first
+    count = as_int(event.get("count"))
+    series = event.get("series")
+    if isinstance(series, dict):
+        last = since(series.get("lastObservedTime"), now)
+        count = as_int(series.get("count"))
+    elif count == 0:
+        count = 1   # a singleton event may leave count unset
+    involved = as_dict(event.get("involvedObject"))
+    kind, name = as_str(involved.get("kind")).lower(), as_str(involved.get("name"))
+    source = as_dict(event.get("source"))
+    component = as_str(source.get("component")) or as_str(event.get("reportingComponent"))
+    host = as_str(source.get("host")) or as_str(event.get("reportingInstance"))
+    return [last, as_str(event.get("type")), as_str(event.get("reason")),
+            f"{kind}/{name}" if name else kind, as_str(involved.get("fieldPath")),
+            f"{component}, {host}" if host else component,
+            as_str(event.get("message")).strip(), first, count, name_of(event)]
+
+
+# --- Service, Endpoints, ConfigMap, Secret ----------------------------------------
+
+def service_cells(svc: dict, now: datetime) -> list:
+    spec = as_dict(svc.get("spec"))
+    kind = as_str(spec.get("type")) or "ClusterIP"   # the API's default type
+    cluster_ips = [ip for ip in as_list(spec.get("clusterIPs")) if isinstance(ip, str)]
+    cluster_ip = (cluster_ips[0] if cluster_ips else as_str(spec.get("clusterIP"))) or NONE
+    return [name_of(svc), kind, cluster_ip, service_external_ip(svc, kind),
+            service_ports(spec) or NONE, age(svc, now), format_labels(spec.get("selector"))]
+
+
+def service_external_ip(svc: dict, kind: str) -> str:
+    external = [ip for ip in as_list(dig(svc, "spec", "externalIPs")) if isinstance(ip, str)]
+    if kind in ("ClusterIP", "NodePort"):
+        return ",".join(external) or NONE
+    if kind == "ExternalName":
+        return as_str(dig(svc, "spec", "externalName"))
+    if kind == "LoadBalancer":
+        ingress = dicts(dig(svc, "status", "loadBalancer", "ingress"))
+        balancer = sorted({as_str(i.get("ip")) or as_str(i.get("hostname")) for i in ingress} - {""})
+        # No address from the cloud yet: the load balancer is still being made.
+        return ",".join(balancer + external) or "<pending>"
+    return UNKNOWN
+
+
+def service_ports(spec: dict) -> str:
+    """ "80/TCP,443:30443/TCP": port, then the node port if there is one."""
+    pieces = []
+    for port in dicts(spec.get("ports")):
+        protocol = as_str(port.get("protocol")) or "TCP"
+        node_port = as_int(port.get("nodePort"))
+        via_node = f":{node_port}" if node_port > 0 else ""
+        pieces.append(f"{as_int(port.get('port'))}{via_node}/{protocol}")
+    return ",".join(pieces)
+
+
+MAX_ENDPOINTS = 3   # more would make the column too wide to read
+
+
+def endpoints_cells(endpoints: dict, now: datetime) -> list:
+    subsets = dicts(endpoints.get("subsets"))
+    if not subsets:
+        return [name_of(endpoints), NONE, age(endpoints, now)]
+    shown, total = [], 0
+    for subset in subsets:
+        # Only ready addresses are listed; not-ready ones wait outside the service.
+        ips = [as_str(a.get("ip")) for a in dicts(subset.get("addresses"))]
+        ports = dicts(subset.get("ports"))
+        # A headless service may have no ports: list the bare addresses.
+        pairs = [join_host_port(ip, as_int(p.get("port"))) for p in ports for ip in ips] if ports else ips
+        total += len(pairs)
+        shown += pairs[:MAX_ENDPOINTS - len(shown)]
+    text = ",".join(shown)
+    if total > len(shown):
+        text += f" + {total - len(shown)} more..."
+    return [name_of(endpoints), text, age(endpoints, now)]
+
+
+def configmap_cells(cm: dict, now: datetime) -> list:
+    keys = len(as_dict(cm.get("data"))) + len(as_dict(cm.get("binaryData")))
+    return [name_of(cm), keys, age(cm, now)]
+
+
+def secret_cells(secret: dict, now: datetime) -> list:
+    return [name_of(secret), as_str(secret.get("type")), len(as_dict(secret.get("data"))), age(secret, now)]
+
+
+# --- Workloads ---------------------------------------------------------------------
+
+def replicaset_cells(rs: dict, now: datetime) -> list:
+    status = as_dict(rs.get("status"))
+    containers, images = template_containers(rs)
+    return [name_of(rs), as_int(dig(rs, "spec", "replicas"), 1), as_int(status.get("replicas")),
+            as_int(status.get("readyReplicas")), age(rs, now),
+            containers, images, format_label_selector(dig(rs, "spec", "selector"))]
+
+
+def deployment_cells(deploy: dict, now: datetime) -> list:
+    status = as_dict(deploy.get("status"))
+    desired = as_int(dig(deploy, "spec", "replicas"), 1)   # the API's default
+    containers, images = template_containers(deploy)
+    return [name_of(deploy), f"{as_int(status.get('readyReplicas'))}/{desired}",
+            as_int(status.get("updatedReplicas")), as_int(status.get("availableReplicas")),
+            age(deploy, now), containers, images,
+            format_label_selector(dig(deploy, "spec", "selector"), empty="", invalid="<invalid>")]
+
+
+def daemonset_cells(ds: dict, now: datetime) -> list:
+    status = as_dict(ds.get("status"))
+    containers, images = template_containers(ds)
+    counts = [as_int(status.get(field)) for field in ("desiredNumberScheduled", "currentNumberScheduled",
+                                                      "numberReady", "updatedNumberScheduled",
+                                                      "numberAvailable")]
+    return [name_of(ds), *counts, format_labels(dig(ds, "spec", "template", "spec", "nodeSelector")),
+            age(ds, now), containers, images, format_label_selector(dig(ds, "spec", "selector"))]
+
+
+def job_cells(job: dict, now: datetime) -> list:
+    spec, status = as_dict(job.get("spec")), as_dict(job.get("status"))
+    succeeded = as_int(status.get("succeeded"))
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{as_int(spec['completions'])}"
+    else:
+        # No completion count: the job is done when any one pod succeeds.
+        parallelism = as_int(spec.get("parallelism"), 1)
+        completions = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+    start, end = status.get("startTime"), status.get("completionTime")
+    if not start:
+        duration = ""
+    else:
+        duration = between(start, end) if end else since(start, now)
+    containers, images = template_containers(job)
+    return [name_of(job), job_status(job), completions, duration, age(job, now),
+            containers, images, format_label_selector(spec.get("selector"))]
+
+
+def job_status(job: dict) -> str:
+    true = {c.get("type") for c in dicts(dig(job, "status", "conditions")) if c.get("status") == "True"}
+    # Finished states win over Terminating: a deleted job that completed still says so.
+    if "Complete" in true:
+        return "Complete"
+    if "Failed" in true:
+        return "Failed"
+    if dig(job, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    for condition in ("Suspended", "FailureTarget", "SuccessCriteriaMet"):
+        if condition in true:
+            return condition
+    return "Running"
+
+
+def default_cells(obj: dict, now: datetime) -> list:
+    return [name_of(obj), age(obj, now)]
+
+
+# [START printers]
+PRINTERS: dict[tuple[str, str], Printer] = {
+    ("", "Pod"): Printer((
+        NAME,
+        Column("Ready", "Ready containers out of all the pod's containers."),
+        Column("Status", "A summary of the pod's state, e.g. Running, CrashLoopBackOff, Completed."),
+        Column("Restarts", "Container restarts, and how long ago the last one was."),
+        AGE,
+        Column("IP", "The pod's IP address.", priority=1),
+        Column("Node", "The node the pod is bound to.", priority=1),
+        Column("Nominated Node", "The node the scheduler made room on, before binding.", priority=1),
+        Column("Readiness Gates", "Extra readiness conditions that hold, out of all.", priority=1),
+    ), pod_printer.pod_cells, pod_printer.row_conditions),
+    ("", "Node"): Printer((
+        NAME,
+        Column("Status", "Ready, NotReady or Unknown, from the Ready condition; "
+                         "SchedulingDisabled when cordoned."),
+        Column("Roles", "Roles from the node's node-role.kubernetes.io/ labels."),
+        AGE,
+        Column("Version", "The kubelet's version."),
+        Column("Internal-IP", "The node's InternalIP address.", priority=1),
+        Column("External-IP", "The node's ExternalIP address.", priority=1),
+        Column("OS-Image", "The operating system the kubelet reports.", priority=1),
+        Column("Kernel-Version", "The kernel the kubelet reports.", priority=1),
+        Column("Container-Runtime", "The container runtime and its version.", priority=1),
+    ), node_cells),
+    ("", "Namespace"): Printer((NAME, Column("Status", "Active, or Terminating while being deleted."),
+                                AGE), namespace_cells),
+    ("", "Service"): Printer((
+        NAME,
+        Column("Type", "ClusterIP, NodePort, LoadBalancer or ExternalName."),
+        Column("Cluster-IP", "The virtual IP inside the cluster."),
+        Column("External-IP", "Addresses reachable from outside the cluster."),
+        Column("Port(s)", "Service ports, with the node port after a colon."),
+        AGE,
+        Column("Selector", "Labels of the pods behind the service.", priority=1),
+    ), service_cells),
+    ("", "Endpoints"): Printer((NAME, Column("Endpoints", "Ready addresses and ports behind the service."),
+                                AGE), endpoints_cells),
+    ("", "Event"): Printer((
+        Column("Last Seen", "Time since the event last happened."),
+        Column("Type", "Normal or Warning."),
+        Column("Reason", "A short machine-readable cause."),
+        Column("Object", "The object the event is about, as kind/name."),
+        Column("Subobject", "The part of the object, e.g. a container.", priority=1),
+        Column("Source", "The component that reported the event.", priority=1),
+        Column("Message", "What happened, for a person."),
+        Column("First Seen", "Time since the event first happened.", priority=1),
+        Column("Count", "How many times it happened.", priority=1),
+        Column("Name", "The event object's own name.", priority=1, format="name"),
+    ), event_cells),
+    ("", "ConfigMap"): Printer((NAME, Column("Data", "Number of keys."), AGE), configmap_cells),
+    ("", "Secret"): Printer((NAME, Column("Type", "What the secret holds, e.g. Opaque."),
+                             Column("Data", "Number of keys."), AGE), secret_cells),
+    ("apps", "ReplicaSet"): Printer((
+        NAME,
+        Column("Desired", "Pods asked for (spec.replicas).", "integer"),
+        Column("Current", "Pods that exist.", "integer"),
+        Column("Ready", "Pods that are ready.", "integer"),
+        AGE, CONTAINERS, IMAGES, SELECTOR,
+    ), replicaset_cells),
+    ("apps", "Deployment"): Printer((
+        NAME,
+        Column("Ready", "Ready pods out of those asked for."),
+        Column("Up-to-date", "Pods running the latest template."),
+        Column("Available", "Pods ready for at least minReadySeconds."),
+        AGE, CONTAINERS, IMAGES, SELECTOR,
+    ), deployment_cells),
+    ("apps", "DaemonSet"): Printer((
+        NAME,
+        Column("Desired", "Nodes that should run the pod.", "integer"),
+        Column("Current", "Nodes that run the pod.", "integer"),
+        Column("Ready", "Nodes whose pod is ready.", "integer"),
+        Column("Up-to-date", "Nodes running the latest template.", "integer"),
+        Column("Available", "Nodes whose pod is available.", "integer"),
+        Column("Node Selector", "Labels a node needs to run the pod."),
+        AGE, CONTAINERS, IMAGES, SELECTOR,
+    ), daemonset_cells),
+    ("batch", "Job"): Printer((
+        NAME,
+        Column("Status", "Running, Complete, Failed, Suspended or Terminating."),
+        Column("Completions", "Succeeded pods out of those needed."),
+        Column("Duration", "How long the job ran, or has run so far."),
+        AGE, CONTAINERS, IMAGES, SELECTOR,
+    ), job_cells),
+}
+# [END printers]
+
+# For a kind with no printer of its own (a later chapter's, say): what
+# kubectl shows for a custom resource without printer columns.
+DEFAULT = Printer((NAME, AGE), default_cells)
