@@ -1,12 +1,16 @@
-"""Fill in the fields Kubernetes fills in when a Pod is created.
+"""Fill in the fields Kubernetes fills in when an object is created.
 
     pod = apply_pod_defaults(manifest.obj)   # a new dict; the input is untouched
+    obj = apply_defaults("apps", "Deployment", body)   # any served kind
 
 The API server defaults an object before it validates and stores it, so a
 three-line manifest comes back from `kubectl get -o yaml` with restartPolicy,
 dnsPolicy, imagePullPolicy and a dozen more fields set. These are the values
 of Kubernetes' SetDefaults_Pod, SetDefaults_PodSpec, SetDefaults_Container
-and friends (pkg/apis/core/v1/defaults.go) that our components rely on.
+and friends (pkg/apis/core/v1/defaults.go) that our components rely on;
+apply_defaults adds those of the other served kinds (Service, Secret,
+Namespace, Node, Endpoints, and the workloads of pkg/apis/apps/v1 and
+pkg/apis/batch/v1, whose pod templates get the Pod defaults).
 
 Defaulting runs before validation, so the input may be wrong in any way. A
 default is applied only where the shape allows it (spec is an object,
@@ -15,6 +19,8 @@ it was for validation to report. This function never raises.
 """
 
 from __future__ import annotations
+
+import base64
 
 from common.quantity import QuantityError, parse_quantity
 from common.validation import VOLUME_SOURCES
@@ -37,8 +43,9 @@ def apply_pod_defaults(obj) -> dict:
 # [END apply-pod-defaults]
 
 
-def _default_pod_spec(spec: dict) -> None:
-    _set_default(spec, "restartPolicy", "Always")
+def _default_pod_spec(spec: dict, default_restart_policy: bool = True) -> None:
+    if default_restart_policy:
+        _set_default(spec, "restartPolicy", "Always")
     _set_default(spec, "terminationGracePeriodSeconds", 30)
     _set_default(spec, "dnsPolicy", "ClusterFirst")
     _set_default(spec, "schedulerName", "default-scheduler")
@@ -138,6 +145,197 @@ def _default_volume(volume: dict) -> None:
         mode_holder = _object_at(volume, source)
         if mode_holder is not None:
             _set_default(mode_holder, "defaultMode", 0o644)
+
+
+# ------------------------------------------------------------ every kind
+
+# [START apply-defaults]
+def apply_defaults(group: str, kind: str, obj) -> dict:
+    """A deep copy of obj with the defaults Kubernetes fills in for its kind.
+
+    Idempotent: defaulting a defaulted object changes nothing. Unknown kinds
+    come back copied and unchanged. metadata.namespace is left to the caller
+    (the API server takes it from the URL).
+    """
+    result = _copy(obj)
+    if isinstance(result, dict):
+        defaulter = _DEFAULTERS.get((group, kind))
+        if defaulter is not None:
+            defaulter(result)
+    return result
+# [END apply-defaults]
+
+
+def _default_pod(pod: dict) -> None:
+    spec = _object_at(pod, "spec")
+    if spec is not None:
+        _default_pod_spec(spec)
+
+
+def _default_template(spec: dict, default_restart_policy: bool = True) -> None:
+    """The pod template inside a workload gets the Pod's own defaults."""
+    template = _object_at(spec, "template")
+    pod_spec = _object_at(template, "spec") if template is not None else None
+    if pod_spec is not None:
+        _default_pod_spec(pod_spec, default_restart_policy)
+
+
+def _default_namespace(ns: dict) -> None:
+    metadata = _object_at(ns, "metadata", create=True)
+    name = metadata.get("name") if metadata is not None else None
+    if isinstance(name, str) and name:
+        labels = _object_at(metadata, "labels", create=True)
+        if labels is not None:
+            # Always the name, so `kubernetes.io/metadata.name=x` in a
+            # namespaceSelector picks exactly namespace x.
+            labels["kubernetes.io/metadata.name"] = name
+    status = _object_at(ns, "status", create=True)
+    if status is not None:
+        _set_default(status, "phase", "Active")
+
+
+def _default_node(node: dict) -> None:
+    status = _object_at(node, "status")
+    # A node that reports only capacity may use all of it.
+    if status is not None and status.get("allocatable") is None \
+            and isinstance(status.get("capacity"), dict):
+        status["allocatable"] = _copy(status["capacity"])
+
+
+def _default_service(svc: dict) -> None:
+    spec = _object_at(svc, "spec")
+    if spec is None:
+        return
+    _set_default(spec, "type", "ClusterIP")
+    _set_default(spec, "sessionAffinity", "None")
+    if spec.get("sessionAffinity") == "ClientIP":
+        config = _object_at(spec, "sessionAffinityConfig", create=True)
+        client_ip = _object_at(config, "clientIP", create=True) if config is not None else None
+        if client_ip is not None:
+            _set_default(client_ip, "timeoutSeconds", 10800)  # three hours
+    svc_type = spec.get("type")
+    if svc_type in ("NodePort", "LoadBalancer"):
+        _set_default(spec, "externalTrafficPolicy", "Cluster")
+    if svc_type in ("ClusterIP", "NodePort", "LoadBalancer"):
+        _set_default(spec, "internalTrafficPolicy", "Cluster")
+        _set_default(spec, "ipFamilyPolicy", "SingleStack")
+    if svc_type == "LoadBalancer":
+        _set_default(spec, "allocateLoadBalancerNodePorts", True)
+    # clusterIPs is the list form of clusterIP (dual stack); keep them in step.
+    if isinstance(spec.get("clusterIP"), str) and spec["clusterIP"] and not spec.get("clusterIPs"):
+        spec["clusterIPs"] = [spec["clusterIP"]]
+    for port in _objects_in(spec, "ports"):
+        _set_default(port, "protocol", "TCP")
+        # Without a targetPort, traffic goes to the same port on the pod.
+        if port.get("targetPort") in (None, "", 0) and type(port.get("port")) is int:
+            port["targetPort"] = port["port"]
+
+
+def _default_endpoints(endpoints: dict) -> None:
+    for subset in _objects_in(endpoints, "subsets"):
+        for port in _objects_in(subset, "ports"):
+            _set_default(port, "protocol", "TCP")
+
+
+def _default_secret(secret: dict) -> None:
+    _set_default(secret, "type", "Opaque")
+    # stringData is a write-only convenience: the server merges it into data
+    # (base64, as JSON carries bytes) and never stores it.
+    string_data = secret.get("stringData")
+    data = {} if secret.get("data") is None else secret["data"]
+    if isinstance(string_data, dict) and isinstance(data, dict) \
+            and all(isinstance(v, str) for v in string_data.values()):
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(v.encode("utf-8", "surrogatepass")).decode("ascii")
+        secret["data"] = data
+        del secret["stringData"]
+
+
+def _default_replica_set(rs: dict) -> None:
+    spec = _object_at(rs, "spec")
+    if spec is None:
+        return
+    _set_default(spec, "replicas", 1)
+    _default_template(spec)
+
+
+def _default_deployment(deployment: dict) -> None:
+    spec = _object_at(deployment, "spec")
+    if spec is None:
+        return
+    _set_default(spec, "replicas", 1)
+    strategy = _object_at(spec, "strategy", create=True)
+    if strategy is not None:
+        _set_default(strategy, "type", "RollingUpdate")
+        if strategy.get("type") == "RollingUpdate":
+            rolling = _object_at(strategy, "rollingUpdate", create=True)
+            if rolling is not None:
+                _set_default(rolling, "maxUnavailable", "25%")
+                _set_default(rolling, "maxSurge", "25%")
+    _set_default(spec, "revisionHistoryLimit", 10)
+    _set_default(spec, "progressDeadlineSeconds", 600)
+    _default_template(spec)
+
+
+def _default_daemon_set(ds: dict) -> None:
+    spec = _object_at(ds, "spec")
+    if spec is None:
+        return
+    strategy = _object_at(spec, "updateStrategy", create=True)
+    if strategy is not None:
+        _set_default(strategy, "type", "RollingUpdate")
+        if strategy.get("type") == "RollingUpdate":
+            rolling = _object_at(strategy, "rollingUpdate", create=True)
+            if rolling is not None:
+                # One node at a time, stopping the old pod before the new starts.
+                _set_default(rolling, "maxUnavailable", 1)
+                if rolling.get("maxSurge") is None:
+                    rolling["maxSurge"] = 0
+    _set_default(spec, "revisionHistoryLimit", 10)
+    _default_template(spec)
+
+
+def _default_job(job: dict) -> None:
+    spec = _object_at(job, "spec")
+    if spec is None:
+        return
+    # Neither set: one pod, run once. Only parallelism set: a work queue,
+    # where completions stays unset (pods decide when the work is done).
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    if spec.get("parallelism") is None:
+        spec["parallelism"] = 1
+    if spec.get("backoffLimit") is None:
+        # With a per-index limit, the job-wide one steps aside.
+        spec["backoffLimit"] = 6 if spec.get("backoffLimitPerIndex") is None else 2**31 - 1
+    _set_default(spec, "completionMode", "NonIndexed")
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    _set_default(spec, "podReplacementPolicy",
+                 "Failed" if spec.get("podFailurePolicy") is not None else "TerminatingOrFailed")
+    metadata = _object_at(job, "metadata", create=True)
+    template = _object_at(spec, "template")
+    template_meta = _object_at(template, "metadata") if template is not None else None
+    if metadata is not None and template_meta is not None and not metadata.get("labels") \
+            and isinstance(template_meta.get("labels"), dict) and template_meta["labels"]:
+        metadata["labels"] = _copy(template_meta["labels"])
+    # restartPolicy stays as the user wrote it: Always (the Pod default)
+    # is the one value a Job may not use, so its absence is reported.
+    _default_template(spec, default_restart_policy=False)
+
+
+_DEFAULTERS = {
+    ("", "Pod"): _default_pod,
+    ("", "Namespace"): _default_namespace,
+    ("", "Node"): _default_node,
+    ("", "Service"): _default_service,
+    ("", "Endpoints"): _default_endpoints,
+    ("", "Secret"): _default_secret,
+    ("apps", "ReplicaSet"): _default_replica_set,
+    ("apps", "Deployment"): _default_deployment,
+    ("apps", "DaemonSet"): _default_daemon_set,
+    ("batch", "Job"): _default_job,
+}
 
 
 # ----------------------------------------------------------------- helpers

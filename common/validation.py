@@ -1,5 +1,10 @@
 """Validate objects the way the Kubernetes API server does; errors are values.
 
+This module holds the Pod's rules and the helpers every kind uses; the
+other kinds live in validation_core.py (core/v1) and validation_apps.py
+(apps/v1, batch/v1), and common/validate.py is the one entry point the
+API server calls: validate_object(group, kind, obj, old=None).
+
     errors = validate_pod(obj)
     for err in errors:
         print(err)   # spec.containers[0].image: Required value
@@ -187,10 +192,14 @@ def validate_annotations(annotations, path: str = "metadata.annotations") -> lis
     return errs
 
 
-def validate_object_meta(meta, namespaced: bool = True,
-                         path: str = "metadata") -> list[FieldError]:
+def validate_object_meta(meta, namespaced: bool = True, path: str = "metadata",
+                         name_format=_dns1123_subdomain_format,
+                         name_max: int = DNS1123_SUBDOMAIN_MAX) -> list[FieldError]:
     """name (or generateName), namespace, labels and annotations.
 
+    Most kinds take a DNS-1123 subdomain as a name; a few (Namespace,
+    Service) something stricter, which the caller passes as name_format
+    (a check returning the reasons a name is wrong) and name_max.
     Simplified: uid, resourceVersion, ownerReferences, finalizers and
     managedFields are only type-checked where at all.
     """
@@ -203,17 +212,15 @@ def validate_object_meta(meta, namespaced: bool = True,
     name = _get_str(errs, meta.get("name"), child(path, "name"))
     generate_name = _get_str(errs, meta.get("generateName"), child(path, "generateName"))
     if name:
-        _name_errors(errs, name, child(path, "name"), DNS1123_SUBDOMAIN_MAX,
-                     _dns1123_subdomain_format)
+        _name_errors(errs, name, child(path, "name"), name_max, name_format)
     elif generate_name:
         # A prefix may end in "-" (the server appends random characters), so
         # check it with the dash replaced by a letter, and show it unchanged.
         masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
         gen_path = child(path, "generateName")
-        if len(masked.encode("utf-8", "surrogatepass")) > DNS1123_SUBDOMAIN_MAX:
-            errs.append(too_long(gen_path, generate_name, DNS1123_SUBDOMAIN_MAX))
-        errs += [invalid(gen_path, generate_name, msg)
-                 for msg in _dns1123_subdomain_format(masked)]
+        if len(masked.encode("utf-8", "surrogatepass")) > name_max:
+            errs.append(too_long(gen_path, generate_name, name_max))
+        errs += [invalid(gen_path, generate_name, msg) for msg in name_format(masked)]
     elif meta.get("name") in (None, "") and meta.get("generateName") in (None, ""):
         errs.append(required(child(path, "name"), "name or generateName is required"))
     namespace = _get_str(errs, meta.get("namespace"), child(path, "namespace"))

@@ -1,0 +1,522 @@
+"""validate_object for every served kind: Kubernetes' paths and wording, updates, no crashes."""
+
+import copy
+import random
+
+import pytest
+
+from common.defaults import apply_defaults
+from common.field_errors import FieldError
+from common.validate import KINDS, validate_object, validate_status_update
+
+PORT_RANGE = "must be between 1 and 65535, inclusive"
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+DNS1035_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
+IMMUTABLE = "field is immutable"
+TEMPLATE = {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}]}}
+
+
+def valid(kind):
+    """A valid object of each kind, using most of what its rules check."""
+    objects = {
+        "Pod": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}],
+                         "activeDeadlineSeconds": 100,
+                         "tolerations": [{"key": "a", "operator": "Exists"}]}},
+        "Namespace": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"},
+                      "spec": {"finalizers": ["kubernetes", "example.com/cleanup"]}},
+        "Node": {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1.example"},
+                 "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"],
+                          "taints": [{"key": "dedicated", "value": "gpu",
+                                      "effect": "NoSchedule"}]},
+                 "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"}}},
+        "Service": {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                    "spec": {"selector": {"app": "web"}, "clusterIP": "10.96.0.10",
+                             "ports": [{"name": "http", "port": 80, "targetPort": "http"},
+                                       {"name": "dns", "port": 53, "protocol": "UDP",
+                                        "targetPort": 5353}]}},
+        "Endpoints": {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+                      "subsets": [{"addresses": [{"ip": "172.17.0.2", "nodeName": "node-1"}],
+                                   "notReadyAddresses": [{"ip": "172.17.0.3"}],
+                                   "ports": [{"port": 80, "protocol": "TCP"}]}]},
+        "Event": {"apiVersion": "v1", "kind": "Event",
+                  "metadata": {"name": "web.17a8", "namespace": "shop"},
+                  "involvedObject": {"kind": "Pod", "namespace": "shop", "name": "web"},
+                  "reason": "Scheduled", "message": "assigned", "type": "Normal", "count": 1},
+        "ConfigMap": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+                      "data": {"app.conf": "x=1"}, "binaryData": {"logo.png": "iVBORw0K"}},
+        "Secret": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "tls"},
+                   "type": "kubernetes.io/tls",
+                   "data": {"tls.crt": "Y2VydA==", "tls.key": "a2V5"}},
+        "ReplicaSet": {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
+                       "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                                "template": copy.deepcopy(TEMPLATE)}},
+        "Deployment": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                       "spec": {"replicas": 3,
+                                "selector": {"matchLabels": {"app": "web"}, "matchExpressions": [
+                                    {"key": "app", "operator": "In", "values": ["web"]}]},
+                                "strategy": {"type": "RollingUpdate", "rollingUpdate": {
+                                    "maxUnavailable": "25%", "maxSurge": 1}},
+                                "template": copy.deepcopy(TEMPLATE)}},
+        "DaemonSet": {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "proxy"},
+                      "spec": {"selector": {"matchLabels": {"app": "web"}},
+                               "updateStrategy": {"type": "RollingUpdate",
+                                                  "rollingUpdate": {"maxUnavailable": 1}},
+                               "template": copy.deepcopy(TEMPLATE)}},
+        "Job": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi"},
+                "spec": {"completions": 3, "parallelism": 2, "backoffLimit": 4,
+                         "template": {"spec": {"restartPolicy": "Never", "containers": [
+                             {"name": "pi", "image": "perl:5.34"}]}}}},
+    }
+    return objects[kind]
+
+
+GROUPS = {kind: group for group, kind in KINDS}
+ALL_KINDS = sorted(GROUPS)
+
+
+def check(kind, obj, old=None):
+    return [str(e) for e in validate_object(GROUPS[kind], kind, obj, old)]
+
+
+def with_changes(obj, changes):
+    """Apply {"a.b[0].c": value} (DELETE removes the key) to a copy."""
+    obj = copy.deepcopy(obj)
+    for path, value in changes.items():
+        keys = []
+        for part in path.split("."):
+            name, _, rest = part.partition("[")
+            keys.append(name)
+            if rest:
+                keys += [int(i) for i in rest.rstrip("]").split("][")]
+        target = obj
+        for k in keys[:-1]:
+            target = target[k]
+        if value is DELETE:
+            del target[keys[-1]]
+        else:
+            target[keys[-1]] = value
+    return obj
+
+
+DELETE = object()
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_valid_example_passes(kind):
+    assert check(kind, valid(kind)) == []
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_defaulted_valid_example_passes(kind):
+    assert check(kind, apply_defaults(GROUPS[kind], kind, valid(kind))) == []
+
+
+CASES = [
+    # --- type meta and names
+    ("Deployment", "wrong-apiVersion", {"apiVersion": "v1"},
+     ['apiVersion: Unsupported value: "v1": supported values: "apps/v1"']),
+    ("Namespace", "namespace-name-is-label", {"metadata.name": "a.b"},
+     [f'metadata.name: Invalid value: "a.b": {LABEL_MSG}']),
+    ("Service", "service-name-is-dns1035", {"metadata.name": "1web"},
+     [f'metadata.name: Invalid value: "1web": {DNS1035_MSG}']),
+    ("Node", "cluster-scoped", {"metadata.namespace": "default"},
+     ["metadata.namespace: Forbidden: not allowed on this type"]),
+    ("ConfigMap", "subdomain-name-ok", {"metadata.name": "a.b"}, []),
+    # --- Namespace
+    ("Namespace", "bad-finalizer", {"spec.finalizers": ["mine"]},
+     ['spec.finalizers: Invalid value: "mine": name is neither a standard finalizer name '
+      'nor is it fully qualified']),
+    # --- Node
+    ("Node", "bad-pod-cidr", {"spec.podCIDRs": ["10.0.0.0/33"]},
+     ['spec.podCIDRs[0]: Invalid value: "10.0.0.0/33": must be a valid CIDR value, '
+      '(e.g. 10.9.8.0/24 or 2001:db8::/64)']),
+    ("Node", "taint-no-effect", {"spec.taints[0].effect": DELETE},
+     ["spec.taints[0].effect: Required value"]),
+    ("Node", "taint-bad-effect", {"spec.taints[0].effect": "Never"},
+     ['spec.taints[0].effect: Unsupported value: "Never": supported values: "NoExecute", '
+      '"NoSchedule", "PreferNoSchedule"']),
+    ("Node", "duplicate-taint", {"spec.taints": [{"key": "k", "effect": "NoSchedule"}] * 2},
+     ['spec.taints[1]: Duplicate value: core.Taint{Key:"k", Value:"", Effect:"NoSchedule", '
+      'TimeAdded:<nil>}: taints must be unique by key and effect pair']),
+    ("Node", "negative-capacity", {"status.capacity.cpu": "-1"},
+     ['status.capacity[cpu]: Invalid value: "-1": must be greater than or equal to 0']),
+    # --- Service
+    ("Service", "no-ports", {"spec.ports": []}, ["spec.ports: Required value"]),
+    ("Service", "headless-needs-no-ports", {"spec.ports": [], "spec.clusterIP": "None"}, []),
+    ("Service", "port-out-of-range", {"spec.ports[0].port": 70000},
+     [f"spec.ports[0].port: Invalid value: 70000: {PORT_RANGE}"]),
+    ("Service", "unnamed-of-two", {"spec.ports[0].name": DELETE},
+     ["spec.ports[0].name: Required value"]),
+    ("Service", "duplicate-port-name", {"spec.ports[1].name": "http"},
+     ['spec.ports[1].name: Duplicate value: "http"']),
+    ("Service", "duplicate-port", {"spec.ports[1].port": 80, "spec.ports[1].protocol": "TCP"},
+     ['spec.ports[1]: Duplicate value: core.ServicePort{Name:"", Protocol:"TCP", '
+      'AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, '
+      'StrVal:""}, NodePort:0}']),
+    ("Service", "bad-protocol", {"spec.ports[0].protocol": "HTTP"},
+     ['spec.ports[0].protocol: Unsupported value: "HTTP": supported values: "SCTP", "TCP", '
+      '"UDP"']),
+    ("Service", "bad-target-port-name", {"spec.ports[0].targetPort": "HTTP"},
+     ['spec.ports[0].targetPort: Invalid value: "HTTP": must contain only alpha-numeric '
+      'characters (a-z, 0-9), and hyphens (-)',
+      'spec.ports[0].targetPort: Invalid value: "HTTP": must contain at least one letter '
+      '(a-z)']),
+    ("Service", "bad-type", {"spec.type": "Internal"},
+     ['spec.type: Unsupported value: "Internal": supported values: "ClusterIP", '
+      '"ExternalName", "LoadBalancer", "NodePort"']),
+    ("Service", "bad-cluster-ip", {"spec.clusterIP": "10.96.0.300"},
+     ['spec.clusterIPs[0]: Invalid value: "10.96.0.300": must be a valid IP address, '
+      '(e.g. 10.9.8.7 or 2001:db8::ffff)']),
+    ("Service", "node-port-on-cluster-ip", {"spec.ports[0].nodePort": 30080},
+     ["spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'"]),
+    ("Service", "node-port-ok", {"spec.type": "NodePort", "spec.ports[0].nodePort": 30080}, []),
+    ("Service", "bad-affinity", {"spec.sessionAffinity": "Sticky"},
+     ['spec.sessionAffinity: Unsupported value: "Sticky": supported values: "ClientIP", '
+      '"None"']),
+    ("Service", "external-policy-on-cluster-ip", {"spec.externalTrafficPolicy": "Local"},
+     ['spec.externalTrafficPolicy: Invalid value: "Local": may only be set for '
+      'externally-accessible services']),
+    ("Service", "bad-ip-family-policy", {"spec.ipFamilyPolicy": "Dual"},
+     ['spec.ipFamilyPolicy: Unsupported value: "Dual": supported values: "PreferDualStack", '
+      '"RequireDualStack", "SingleStack"']),
+    ("Service", "external-name-missing",
+     {"spec.type": "ExternalName", "spec.clusterIP": DELETE},
+     ["spec.externalName: Required value"]),
+    ("Service", "external-name-ok",
+     {"spec.type": "ExternalName", "spec.clusterIP": DELETE, "spec.ports": DELETE,
+      "spec.externalName": "db.example.com."}, []),
+    ("Service", "external-name-with-cluster-ip",
+     {"spec.type": "ExternalName", "spec.externalName": "db.example.com"},
+     ["spec.clusterIPs: Forbidden: may not be set for ExternalName services"]),
+    ("Service", "bad-selector", {"spec.selector": {"app": "a b"}},
+     ['spec.selector: Invalid value: "a b": a valid label must be an empty string or consist '
+      "of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+      "alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for "
+      "validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]),
+    # --- Endpoints
+    ("Endpoints", "bad-ip", {"subsets[0].addresses[0].ip": "web"},
+     ['subsets[0].addresses[0].ip: Invalid value: "web": must be a valid IP address, '
+      '(e.g. 10.9.8.7 or 2001:db8::ffff)']),
+    ("Endpoints", "loopback-ip", {"subsets[0].addresses[0].ip": "127.0.0.1"},
+     ['subsets[0].addresses[0].ip: Invalid value: "127.0.0.1": may not be in the loopback '
+      'range (127.0.0.0/8, ::1/128)']),
+    ("Endpoints", "port-zero", {"subsets[0].ports[0].port": 0},
+     [f"subsets[0].ports[0].port: Invalid value: 0: {PORT_RANGE}"]),
+    ("Endpoints", "unnamed-of-two", {"subsets[0].ports": [{"port": 80}, {"port": 81}]},
+     ["subsets[0].ports[0].name: Required value", "subsets[0].ports[1].name: Required value"]),
+    # --- Event
+    ("Event", "namespace-mismatch", {"involvedObject.namespace": "other"},
+     ['involvedObject.namespace: Invalid value: "other": does not match event.namespace']),
+    ("Event", "new-event-needs-reporter", {"eventTime": "2024-01-01T00:00:00.000000Z"},
+     ["reportingComponent: Required value", "reportingInstance: Required value",
+      "action: Required value"]),
+    # --- ConfigMap
+    ("ConfigMap", "bad-key", {"data": {"a b": "x"}},
+     ["data[a b]: Invalid value: \"a b\": a valid config key must consist of alphanumeric "
+      "characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex "
+      "used for validation is '[-._a-zA-Z0-9]+')"]),
+    ("ConfigMap", "key-in-both", {"binaryData": {"app.conf": "eA=="}},
+     ['data[app.conf]: Invalid value: "app.conf": duplicate of key present in binaryData',
+      'binaryData[app.conf]: Invalid value: "app.conf": duplicate of key present in data']),
+    ("ConfigMap", "too-big", {"data": {"big": "x" * (1024 * 1024 + 1)}},
+     ["Too long: may not be more than 1048576 bytes"]),
+    # --- Secret
+    ("Secret", "tls-missing-key", {"data": {"tls.crt": "Y2VydA=="}},
+     ["data[tls.key]: Required value"]),
+    ("Secret", "basic-auth-empty", {"type": "kubernetes.io/basic-auth", "data": {}},
+     ["data[username]: Required value", "data[password]: Required value"]),
+    ("Secret", "sa-token-needs-annotation",
+     {"type": "kubernetes.io/service-account-token", "data": {}},
+     ["metadata.annotations[kubernetes.io/service-account.name]: Required value"]),
+    ("Secret", "not-base64", {"type": "Opaque", "data": {"password": "hunter2!"}},
+     ['data[password]: Invalid value: "<secret contents redacted>": must be base64-encoded '
+      "(e.g. the output of `base64 -w0`)"]),
+    ("Secret", "string-data-ok", {"type": "Opaque", "data": DELETE,
+                                  "stringData": {"password": "hunter2!"}}, []),
+    # --- ReplicaSet / Deployment / DaemonSet
+    ("ReplicaSet", "no-selector", {"spec.selector": DELETE}, ["spec.selector: Required value"]),
+    ("ReplicaSet", "selector-mismatch", {"spec.template.metadata.labels": {"app": "api"}},
+     ['spec.template.metadata.labels: Invalid value: map[string]string{"app":"api"}: '
+      "`selector` does not match template `labels`"]),
+    ("ReplicaSet", "template-without-labels", {"spec.template.metadata": DELETE},
+     ["spec.template.metadata.labels: Invalid value: map[string]string(nil): "
+      "`selector` does not match template `labels`"]),
+    ("ReplicaSet", "negative-replicas", {"spec.replicas": -1},
+     ["spec.replicas: Invalid value: -1: must be greater than or equal to 0"]),
+    ("ReplicaSet", "empty-selector", {"spec.selector": {}},
+     ["spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
+      "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for "
+      "deployment"]),
+    ("ReplicaSet", "restart-never", {"spec.template.spec.restartPolicy": "Never"},
+     ['spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: '
+      '"Always"']),
+    ("ReplicaSet", "no-containers", {"spec.template.spec.containers": []},
+     ["spec.template.spec.containers: Required value"]),
+    ("ReplicaSet", "container-without-image", {"spec.template.spec.containers[0].image": DELETE},
+     ["spec.template.spec.containers[0].image: Required value"]),
+    ("Deployment", "bad-operator",
+     {"spec.selector.matchExpressions[0].operator": "Is"},
+     ['spec.selector.matchExpressions[0].operator: Invalid value: "Is": not a valid selector '
+      'operator']),
+    ("Deployment", "in-without-values",
+     {"spec.selector.matchExpressions[0].values": []},
+     ["spec.selector.matchExpressions[0].values: Required value: must be specified when "
+      "`operator` is 'In' or 'NotIn'"]),
+    ("Deployment", "bad-strategy", {"spec.strategy": {"type": "BlueGreen"}},
+     ['spec.strategy.type: Unsupported value: "BlueGreen": supported values: "Recreate", '
+      '"RollingUpdate"']),
+    ("Deployment", "recreate-with-rolling",
+     {"spec.strategy.type": "Recreate"},
+     ["spec.strategy.rollingUpdate: Forbidden: may not be specified when strategy `type` is "
+      "'Recreate'"]),
+    ("Deployment", "both-zero",
+     {"spec.strategy.rollingUpdate": {"maxUnavailable": 0, "maxSurge": "0%"}},
+     ['spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, '
+      'IntVal:0, StrVal:""}: may not be 0 when `maxSurge` is 0']),
+    ("Deployment", "over-100-percent", {"spec.strategy.rollingUpdate.maxUnavailable": "110%"},
+     ['spec.strategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:1, '
+      'IntVal:0, StrVal:"110%"}: must not be greater than 100%']),
+    ("Deployment", "bad-percent", {"spec.strategy.rollingUpdate.maxSurge": "5"},
+     ['spec.strategy.rollingUpdate.maxSurge: Invalid value: intstr.IntOrString{Type:1, '
+      "IntVal:0, StrVal:\"5\"}: a valid percent string must be a numeric string followed by "
+      "an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"]),
+    ("Deployment", "deadline-not-above-min-ready",
+     {"spec.minReadySeconds": 30, "spec.progressDeadlineSeconds": 30},
+     ["spec.progressDeadlineSeconds: Invalid value: 30: must be greater than minReadySeconds"]),
+    ("DaemonSet", "bad-update-strategy", {"spec.updateStrategy.type": "Always"},
+     ['spec.updateStrategy.type: Unsupported value: "Always": supported values: "OnDelete", '
+      '"RollingUpdate"']),
+    ("DaemonSet", "surge-and-unavailable",
+     {"spec.updateStrategy.rollingUpdate.maxSurge": 1},
+     ['spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: intstr.IntOrString{Type:0, '
+      'IntVal:1, StrVal:""}: may not be set when maxUnavailable is non-zero']),
+    ("DaemonSet", "deadline-forbidden", {"spec.template.spec.activeDeadlineSeconds": 10},
+     ["spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in "
+      "DaemonSet is not Supported"]),
+    ("DaemonSet", "empty-selector", {"spec.selector": {"matchLabels": {}}},
+     ["spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
+      "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for "
+      "daemonset"]),
+    # --- Job
+    ("Job", "restart-always", {"spec.template.spec.restartPolicy": "Always"},
+     ['spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: '
+      '"Never", "OnFailure"']),
+    ("Job", "restart-unset", {"spec.template.spec.restartPolicy": DELETE},
+     ['spec.template.spec.restartPolicy: Required value: supported values: "Never", '
+      '"OnFailure"']),
+    ("Job", "negative-backoff", {"spec.backoffLimit": -1},
+     ["spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0"]),
+    ("Job", "bad-completion-mode", {"spec.completionMode": "Sometimes"},
+     ['spec.completionMode: Unsupported value: "Sometimes": supported values: "Indexed", '
+      '"NonIndexed"']),
+    ("Job", "indexed-needs-completions", {"spec.completionMode": "Indexed",
+                                          "spec.completions": DELETE},
+     ["spec.completions: Required value: when completion mode is Indexed"]),
+    ("Job", "manual-selector-needs-selector", {"spec.manualSelector": True},
+     ["spec.selector: Required value"]),
+    ("Job", "selector-must-match",
+     {"spec.selector": {"matchLabels": {"job": "pi"}}},
+     ["spec.template.metadata.labels: Invalid value: map[string]string(nil): "
+      "`selector` does not match template `labels`"]),
+]
+
+
+@pytest.mark.parametrize("kind, changes, expected",
+                         [pytest.param(k, c, e, id=f"{k}-{i}") for k, i, c, e in CASES])
+def test_rule(kind, changes, expected):
+    assert check(kind, with_changes(valid(kind), changes)) == expected
+
+
+# ----------------------------------------------------------------- updates
+
+UPDATES = [
+    ("ConfigMap", "rename", {"metadata.name": "other"},
+     ['metadata.name: Invalid value: "other": field is immutable']),
+    ("ConfigMap", "move-namespace", {"metadata.namespace": "b"},
+     ['metadata.namespace: Invalid value: "b": field is immutable']),
+    ("ConfigMap", "new-uid", {"metadata.uid": "u2"},
+     ['metadata.uid: Invalid value: "u2": field is immutable']),
+    ("ConfigMap", "uid-left-out-is-kept", {"metadata.uid": DELETE}, []),
+    ("ConfigMap", "new-creation-time", {"metadata.creationTimestamp": "2030-01-01T00:00:00Z"},
+     ['metadata.creationTimestamp: Invalid value: "2030-01-01T00:00:00Z": field is immutable']),
+    ("ConfigMap", "labels-may-change", {"metadata.labels": {"tier": "a"}}, []),
+    ("Pod", "image-may-change", {"spec.containers[0].image": "nginx:1.26"}, []),
+    ("Pod", "add-toleration", {"spec.tolerations": [{"key": "a", "operator": "Exists"},
+                                                    {"key": "b", "operator": "Exists"}]}, []),
+    ("Pod", "lower-deadline", {"spec.activeDeadlineSeconds": 50}, []),
+    ("Pod", "raise-deadline", {"spec.activeDeadlineSeconds": 200},
+     ["spec.activeDeadlineSeconds: Invalid value: 200: must be less than or equal to "
+      "previous value"]),
+    ("Pod", "change-restart-policy", {"spec.restartPolicy": "Never"},
+     ["spec: Forbidden: pod updates may not change fields other than "
+      "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+      "`spec.tolerations` (only additions to existing tolerations),"
+      "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously "
+      'negative)\n  spec.restartPolicy: null -> "Never"']),
+    ("Pod", "remove-toleration", {"spec.tolerations": []},
+     ["spec: Forbidden: pod updates may not change fields other than "]),
+    ("Service", "cluster-ip-moves", {"spec.clusterIP": "10.96.0.11"},
+     ['spec.clusterIPs[0]: Invalid value: []string{"10.96.0.11"}: may not change once set']),
+    ("Service", "cluster-ip-left-out", {"spec.clusterIP": DELETE}, []),
+    ("Service", "ports-may-change", {"spec.ports[0].port": 8080}, []),
+    ("Node", "pod-cidr-moves", {"spec.podCIDR": "10.244.2.0/24",
+                                "spec.podCIDRs": ["10.244.2.0/24"]},
+     ['spec.podCIDRs: Forbidden: node updates may not change podCIDR except from "" to valid']),
+    ("Secret", "type-changes", {"type": "Opaque"},
+     ['type: Invalid value: "Opaque": field is immutable']),
+    ("Deployment", "selector-changes", {"spec.selector": {"matchLabels": {"app": "web"}}},
+     ['spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":'
+      '"web"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable']),
+    ("Deployment", "template-may-change", {"spec.template.spec.containers[0].image": "x:2"}, []),
+    ("ReplicaSet", "replicas-may-change", {"spec.replicas": 0}, []),
+    ("DaemonSet", "selector-changes", {"spec.selector.matchLabels": {"app": "web", "x": "y"},
+                                       "spec.template.metadata.labels": {"app": "web", "x": "y"}},
+     ['spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":'
+      '"web", "x":"y"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: '
+      "field is immutable"]),
+    ("Job", "template-changes", {"spec.template.spec.containers[0].image": "perl:5.36"},
+     ["spec.template: Invalid value: "]),
+    ("Job", "parallelism-may-change", {"spec.parallelism": 5}, []),
+]
+
+
+def _with_identity(obj):
+    obj = copy.deepcopy(obj)
+    obj["metadata"].update(namespace="a", uid="u1", creationTimestamp="2024-01-01T00:00:00Z")
+    if obj["kind"] in ("Node", "Namespace"):
+        del obj["metadata"]["namespace"]
+    return obj
+
+
+@pytest.mark.parametrize("kind, changes, expected",
+                         [pytest.param(k, c, e, id=f"{k}-{i}") for k, i, c, e in UPDATES])
+def test_update(kind, changes, expected):
+    old = _with_identity(valid(kind))
+    errors = check(kind, with_changes(old, changes), old)
+    # A message may be given by its start (the Job's template is printed whole).
+    assert len(errors) == len(expected)
+    for error, want in zip(errors, expected):
+        assert error == want or (want.endswith(" ") and error.startswith(want))
+
+
+def test_immutable_config_map_and_secret():
+    old = dict(valid("ConfigMap"), immutable=True)
+    new = dict(old, data={"app.conf": "x=2"}, immutable=False)
+    assert check("ConfigMap", new, old) == [
+        "immutable: Forbidden: field is immutable when `immutable` is set",
+        "data: Forbidden: field is immutable when `immutable` is set"]
+    secret = dict(valid("Secret"), immutable=True)
+    assert check("Secret", secret, secret) == []
+
+
+def test_namespaced_is_the_callers_choice():
+    obj = with_changes(valid("ConfigMap"), {"metadata.namespace": "x"})
+    assert [str(e) for e in validate_object("", "ConfigMap", obj, namespaced=False)] == [
+        "metadata.namespace: Forbidden: not allowed on this type"]
+
+
+def test_unknown_kind_gets_type_meta_and_metadata_checks():
+    obj = {"apiVersion": "v1", "kind": "Widget", "metadata": {"name": "Bad_Name"}}
+    errors = [str(e) for e in validate_object("", "Widget", obj)]
+    assert len(errors) == 1 and errors[0].startswith('metadata.name: Invalid value: "Bad_Name"')
+
+
+# ------------------------------------------------------------------ status
+
+STATUS = [
+    ("Pod", {"status": {"phase": "Done"}},
+     ['status.phase: Unsupported value: "Done": supported values: "Failed", "Pending", '
+      '"Running", "Succeeded", "Unknown"']),
+    ("Pod", {"status": {"phase": "Running", "podIP": "172.17.0.2",
+                        "podIPs": [{"ip": "172.17.0.2"}]}}, []),
+    ("Pod", {"status": {"podIP": "x"}},
+     ['status.podIP: Invalid value: "x": must be a valid IP address, (e.g. 10.9.8.7 or '
+      '2001:db8::ffff)']),
+    ("Namespace", {"status": {"phase": "Terminating"}},
+     ['status.Phase: Invalid value: "Terminating": may only be \'Active\' if '
+      '`deletionTimestamp` is empty']),
+    ("Deployment", {"status": {"replicas": -1}},
+     ["status.replicas: Invalid value: -1: must be greater than or equal to 0"]),
+    ("Job", {"status": {"active": 1, "succeeded": 2}}, []),
+    ("ConfigMap", {"metadata": {"name": "renamed"}},
+     ['metadata.name: Invalid value: "renamed": field is immutable']),
+]
+
+
+@pytest.mark.parametrize("kind, changes, expected",
+                         [pytest.param(k, c, e, id=f"{k}-{i}") for i, (k, c, e)
+                          in enumerate(STATUS)])
+def test_status_update(kind, changes, expected):
+    old = valid(kind)
+    new = dict(old, **changes)
+    errors = validate_status_update(GROUPS[kind], kind, new, old)
+    assert [str(e) for e in errors] == expected
+
+
+# ------------------------------------------------------------ hostile input
+
+JUNK = [None, "x", "", 5, -1, 0, True, 1.5, float("nan"), 10**30, [], [None], {}, {"a": []},
+        "\ud800", "a" * 300, "None", "10.0.0.1", "25%"]
+
+
+def _paths(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, path + (k,))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, path + (i,))
+
+
+def _mutate(obj, rng):
+    """Replace, delete or wrap one random node of obj (a deep copy)."""
+    obj = copy.deepcopy(obj)
+    path = rng.choice([p for p in _paths(obj) if p])
+    target = obj
+    for k in path[:-1]:
+        target = target[k]
+    action = rng.random()
+    if action < 0.6:
+        target[path[-1]] = copy.deepcopy(rng.choice(JUNK))
+    elif action < 0.8 and isinstance(target, dict):
+        del target[path[-1]]
+    else:
+        target[path[-1]] = [target[path[-1]]]
+    return obj
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_fuzz_never_raises(kind):
+    rng = random.Random(kind)
+    group = GROUPS[kind]
+    base = _with_identity(valid(kind))
+    for _ in range(300):
+        obj = base
+        for _ in range(rng.randint(1, 3)):
+            obj = _mutate(obj, rng)
+        for errors in (validate_object(group, kind, obj),
+                       validate_object(group, kind, obj, base),
+                       validate_object(group, kind, base, obj),
+                       validate_status_update(group, kind, obj, base),
+                       validate_object(group, kind, apply_defaults(group, kind, obj))):
+            assert all(isinstance(e, FieldError) for e in errors)
+            for error in errors:
+                str(error)
+        defaulted = apply_defaults(group, kind, obj)
+        assert apply_defaults(group, kind, defaulted) == defaulted
+
+
+@pytest.mark.parametrize("obj", [None, [], "Pod", 5, {"spec": []}, {"metadata": "x"}])
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_non_objects_give_errors(kind, obj):
+    errors = validate_object(GROUPS[kind], kind, obj)
+    assert errors and all(isinstance(e, FieldError) for e in errors)
