@@ -1,0 +1,102 @@
+"""The Flask application: `create_app(config)` wires the pieces together.
+
+As in Flask's own tutorial, the app is built by a factory, so tests can make
+a fresh one over a temporary data directory, and the command line
+(apiserver.py) is only flag parsing around it.
+"""
+from __future__ import annotations
+
+import os
+import traceback
+from dataclasses import dataclass, field
+
+from flask import Flask
+from werkzeug.exceptions import HTTPException
+
+import api_errors
+import authentication
+import discovery
+import objects
+import openapi
+import registry
+import rest
+from common.log import get_logger
+from file_store import FileStore
+from watch import WatchCounter
+
+log = get_logger("apiserver")
+
+DEFAULTS = {
+    "DATA_DIR": None,                 # required: where the JSON files live
+    "MAX_BODY_BYTES": 3 * 1024 * 1024,  # Kubernetes' limit too
+    "WATCH_CACHE_SIZE": 10_000,       # events kept for watches that reconnect
+    "MAX_WATCHES": 3_000,
+    "MAX_WATCH_SECONDS": 1800,        # a watch with no timeoutSeconds ends after 30-60 min
+    "BOOKMARK_SECONDS": 10,
+}
+
+
+@dataclass
+class APIServer:
+    """What the request handlers share: reached through rest.server()."""
+    store: FileStore
+    watches: WatchCounter
+    max_watch_seconds: int
+    bookmark_seconds: float
+    authenticator: object = field(default=authentication.allow_anonymous_admin)
+    authorizer: object = field(default=authentication.allow_all)
+
+
+def create_app(config: dict | None = None) -> Flask:
+    app = Flask(__name__)
+    app.config.update(DEFAULTS)
+    app.config.update(config or {})
+    if not app.config["DATA_DIR"]:
+        raise ValueError("DATA_DIR is required: the directory that holds the objects")
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
+    os.makedirs(app.config["DATA_DIR"], exist_ok=True)
+
+    store = FileStore(app.config["DATA_DIR"], app.config["WATCH_CACHE_SIZE"])
+    app.extensions["apiserver"] = APIServer(
+        store=store, watches=WatchCounter(app.config["MAX_WATCHES"]),
+        max_watch_seconds=app.config["MAX_WATCH_SECONDS"], bookmark_seconds=app.config["BOOKMARK_SECONDS"])
+    _ensure_system_namespaces(store)
+
+    app.register_blueprint(discovery.bp)
+    app.register_blueprint(openapi.bp)
+    app.register_blueprint(rest.bp)
+    _register_error_handlers(app)
+    return app
+
+
+def _ensure_system_namespaces(store: FileStore) -> None:
+    """default, kube-system, kube-public, kube-node-lease exist from the start."""
+    namespaces = registry.for_kind("", "Namespace")
+    for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        if store.get(namespaces, "", name) is None:
+            obj = {"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                   "spec": {"finalizers": ["kubernetes"]}}
+            objects.prepare_for_create(obj, namespaces)
+            store.create(namespaces, obj)
+
+
+def _register_error_handlers(app: Flask) -> None:
+    # Every error is a Status object: kubectl prints its message, and an HTML
+    # error page would be printed raw.
+    @app.errorhandler(api_errors.APIError)
+    def api_error(error: api_errors.APIError):
+        return rest.respond(error.status(), error.code)
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException):
+        if error.code == 413:
+            return api_error(api_errors.too_large(app.config["MAX_BODY_BYTES"]))
+        reasons = {404: "NotFound", 405: "MethodNotAllowed", 400: "BadRequest"}
+        message = "the server could not find the requested resource" if error.code == 404 else error.description
+        return api_error(api_errors.APIError(error.code, reasons.get(error.code, "BadRequest"), message))
+
+    @app.errorhandler(Exception)
+    def unexpected(error: Exception):
+        log.info("internal error", error=repr(error), trace=traceback.format_exc(limit=5))
+        return api_error(api_errors.internal(f"an internal error occurred: {type(error).__name__}: {error}"))

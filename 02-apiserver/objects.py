@@ -1,0 +1,90 @@
+"""What the server, not the client, decides about an object.
+
+On create the server names it (generateName), gives it a uid, a creation
+time and generation 1; on update it keeps those, counts a new generation when
+the spec changes, and keeps the parts a request is not allowed to change: the
+main resource may not write status, and /status may write nothing else.
+Kubernetes keeps these rules in a per-kind "strategy"; here they are one
+small module, since our kinds differ only in whether they have a status.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+import uuid
+
+# Kubernetes' generateName alphabet: no vowels (no accidental words), no
+# digits or letters that look alike.
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+SERVER_OWNED = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
+                "deletionGracePeriodSeconds")
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def prepare_for_create(obj: dict, resource) -> None:
+    meta = obj["metadata"]
+    if not meta.get("name") and isinstance(meta.get("generateName"), str) and meta["generateName"]:
+        meta["name"] = meta["generateName"] + "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+    for key in SERVER_OWNED + ("resourceVersion", "selfLink"):
+        meta.pop(key, None)
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now()
+    meta["generation"] = 1
+    if "status" in resource.subresources:
+        obj["status"] = initial_status(resource, obj)
+
+
+def initial_status(resource, obj: dict) -> dict:
+    """A new object's status is the server's to set, whatever the client sent."""
+    if resource.kind == "Pod":
+        return {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
+    if resource.kind == "Namespace":
+        return {"phase": "Active"}
+    return {}
+
+
+def qos_class(spec: dict) -> str:
+    """Guaranteed, Burstable or BestEffort, from the containers' resources."""
+    containers = [c for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+                  if isinstance(c, dict)]
+    requests = [(c.get("resources") or {}).get("requests") or {} for c in containers]
+    limits = [(c.get("resources") or {}).get("limits") or {} for c in containers]
+    if not any(requests) and not any(limits):
+        return "BestEffort"
+    guaranteed = all(
+        all(limit.get(r) is not None and request.get(r, limit.get(r)) == limit.get(r) for r in ("cpu", "memory"))
+        for request, limit in zip(requests, limits))
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _spec_part(obj: dict) -> dict:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def prepare_for_update(new: dict, old: dict, resource, subresource: str = "") -> dict:
+    """Merge a client's full object (PUT, or the result of a PATCH) with the stored one."""
+    meta, old_meta = new.setdefault("metadata", {}), old["metadata"]
+    for key in SERVER_OWNED:
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    if subresource == "status":
+        # Only the status moves; spec and metadata stay as stored.
+        updated = copy.deepcopy(old)
+        updated["status"] = new.get("status", {})
+        if meta.get("resourceVersion"):
+            updated["metadata"]["resourceVersion"] = meta["resourceVersion"]
+        return updated
+    if "status" in resource.subresources:
+        if "status" in old:
+            new["status"] = old["status"]     # status is written through /status only
+        else:
+            new.pop("status", None)
+    if _spec_part(new) != _spec_part(old):
+        meta["generation"] = int(old_meta.get("generation", 1)) + 1
+    return new

@@ -1,0 +1,373 @@
+"""The REST API: every /api/... and /apis/... request that names a resource.
+
+One function, `serve_resource`, is the path every request takes, in the
+order Kubernetes' own handler chain uses:
+
+    authenticate -> authorize -> decode -> admission -> validation -> storage
+
+Authentication and authorization arrive with the secure port (they let
+everyone through on the insecure one, as Kubernetes' insecure port did);
+the place where they run is already here.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import json
+
+from flask import Blueprint, Response, current_app, request
+
+import admission
+import api_errors
+import decode
+import objects
+import patches
+import printers
+import request_info
+import subresources
+import watch
+from common.selectors import SelectorError, parse_selector
+from common.validate import validate_object, validate_status_update
+from common.defaults import apply_defaults
+from field_selectors import parse_field_selector
+
+bp = Blueprint("rest", __name__)
+
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+def server():
+    """The running server's parts (store, options), set up by app.create_app."""
+    return current_app.extensions["apiserver"]
+
+
+def respond(obj, code: int = 200, warnings: list[str] = ()) -> Response:
+    response = Response(json.dumps(obj, separators=(",", ":")), code, mimetype="application/json")
+    for text in warnings:
+        response.headers.add("Warning", f'299 - "{text}"')
+    return response
+
+
+# [START request-path]
+@bp.route("/api/<path:path>", methods=_METHODS)
+@bp.route("/apis/<path:path>", methods=_METHODS)
+def serve_resource(path: str):
+    info = request_info.parse(request.method, request.path, request.args)
+    user = server().authenticator(request)           # who is asking?
+    server().authorizer(user, info)                  # may they do this?
+    handler = _HANDLERS.get((info.verb, info.subresource))
+    if handler is None:
+        raise api_errors.method_not_allowed(
+            f"{info.verb} is not supported on {info.resource}{'/' + info.subresource if info.subresource else ''}")
+    return handler(info)
+# [END request-path]
+
+
+# ----- reads -----
+
+def _selectors(info):
+    try:
+        labels = parse_selector(request.args.get("labelSelector", ""))
+    except SelectorError as error:
+        raise api_errors.bad_request(f"invalid labelSelector: {error}") from None
+    fields = parse_field_selector(request.args.get("fieldSelector"), info.resource)
+    return labels, fields
+
+
+def _wants_table() -> bool:
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+def _include_object() -> str:
+    value = request.args.get("includeObject", "Metadata")
+    if value not in ("None", "Metadata", "Object"):
+        raise api_errors.bad_request(f"includeObject must be None, Metadata or Object, not {value!r}")
+    return value
+
+
+def get_one(info):
+    obj = _existing(info)
+    if _wants_table():
+        return respond(printers.to_table(info.resource, [obj], None, _include_object()))
+    return respond(obj)
+
+
+def _existing(info) -> dict:
+    obj = server().store.get(info.resource, info.namespace, info.name)
+    if obj is None:
+        raise api_errors.not_found(info.resource, info.name)
+    return obj
+
+
+def list_objects(info):
+    labels, fields = _selectors(info)
+    items, rv = server().store.list(info.resource, info.namespace or None)
+    items = [o for o in items if labels.matches(o["metadata"].get("labels")) and fields.matches(o)]
+    items, metadata = _paginate(items, rv)
+    if _wants_table():
+        return respond(printers.to_table(info.resource, items, metadata, _include_object()))
+    return respond({"kind": info.resource.list_kind, "apiVersion": info.resource.api_version,
+                    "metadata": metadata, "items": items})
+
+
+def _paginate(items: list[dict], rv: int) -> tuple[list[dict], dict]:
+    """`limit` and `continue`: the token remembers the last (namespace, name) sent.
+
+    Kubernetes serves every page from the same snapshot (the token holds the
+    resourceVersion of the first page); ours continues from the live state,
+    which is simpler and, for objects that do not change meanwhile, the same."""
+    metadata = {"resourceVersion": str(rv)}
+    token = request.args.get("continue")
+    if token:
+        try:
+            after = tuple(json.loads(base64.urlsafe_b64decode(token.encode())))
+            assert len(after) == 2 and all(isinstance(part, str) for part in after)
+        except Exception:
+            raise api_errors.bad_request("invalid continue token: pass the metadata.continue of the previous page") from None
+        items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
+    limit = decode.query_int(request.args, "limit", 0)
+    if limit and len(items) > limit:
+        last = items[limit - 1]["metadata"]
+        metadata["continue"] = base64.urlsafe_b64encode(
+            json.dumps([last.get("namespace", ""), last["name"]]).encode()).decode()
+        metadata["remainingItemCount"] = len(items) - limit
+        items = items[:limit]
+    return items, metadata
+
+
+def watch_objects(info):
+    labels, fields = _selectors(info)
+    return watch.stream(server(), info, labels, fields, _wants_table(), _include_object())
+
+
+# ----- writes -----
+
+def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresource: str = "") -> None:
+    """Admission plugins, then the kind's validation: 422 with every field error."""
+    admission.admit(server(), obj, old, info, operation)
+    validate = validate_status_update if subresource == "status" else validate_object
+    errors = validate(info.resource.group, info.resource.kind, obj, old, namespaced=info.resource.namespaced)
+    if errors:
+        raise api_errors.invalid(info.resource, info.resource.kind, obj["metadata"].get("name", ""), errors)
+
+
+def _dry_run() -> bool:
+    values = request.args.getlist("dryRun")
+    if any(v != "All" for v in values):
+        raise api_errors.bad_request(f"dryRun must be All, not {values}")
+    return bool(values)
+
+
+def _set_namespace(obj: dict, info) -> None:
+    meta = obj["metadata"]
+    if not info.resource.namespaced:
+        meta.pop("namespace", None)
+        return
+    if meta.get("namespace") and meta["namespace"] != info.namespace:
+        raise api_errors.bad_request(
+            f"the namespace of the provided object ({meta['namespace']}) does not match "
+            f"the namespace sent on the request ({info.namespace})")
+    meta["namespace"] = info.namespace
+
+
+def create(info):
+    if info.resource.namespaced and not info.namespace:
+        raise api_errors.method_not_allowed(f"create {info.resource} in a namespace: .../namespaces/NAMESPACE/{info.resource.plural}")
+    body = request.get_data()
+    obj = decode.decode_object(body, request.content_type, info.resource)
+    warnings = decode.apply_field_validation(obj, body, info.resource, request.args.get("fieldValidation"))
+    _set_namespace(obj, info)
+    objects.prepare_for_create(obj, info.resource)
+    obj = apply_defaults(info.resource.group, info.resource.kind, obj)
+    _admit_validate(obj, None, info, "CREATE")
+    if _dry_run():
+        return respond(obj, 201, warnings)
+    return respond(server().store.create(info.resource, obj), 201, warnings)
+
+
+def update(info):
+    body = request.get_data()
+    sent = decode.decode_object(body, request.content_type, info.resource)
+    warnings = decode.apply_field_validation(sent, body, info.resource, request.args.get("fieldValidation"))
+    if sent["metadata"].get("name", info.name) != info.name:
+        raise api_errors.bad_request(f"the name of the object ({sent['metadata']['name']}) does not match "
+                                     f"the name on the URL ({info.name})")
+    sent["metadata"]["name"] = info.name
+    _set_namespace(sent, info)
+    return _store_update(info, lambda current: sent, warnings)
+
+
+def patch(info):
+    body = request.get_data()
+    content_type = decode.media_type(request.content_type)
+    manager = request.args.get("fieldManager", "")
+    force = request.args.get("force") in ("true", "1")
+    current = server().store.get(info.resource, info.namespace, info.name)
+    if current is None and content_type == "application/apply-patch+yaml" and not info.subresource:
+        return _apply_create(info, body, manager, force)
+    if current is None:
+        raise api_errors.not_found(info.resource, info.name)
+    warnings: list[str] = []
+
+    def patched(current: dict) -> dict:
+        new = patches.apply_patch(content_type, current, body, info.resource.group,
+                                  info.resource.version, info.resource.kind, manager, force)
+        decode.check_kind(new, info.resource)
+        if new["metadata"].get("name") != info.name:
+            raise api_errors.bad_request("a patch may not change metadata.name")
+        warnings.extend(decode.apply_field_validation(new, b"", info.resource,
+                                                      request.args.get("fieldValidation")))
+        return new
+    return _store_update(info, patched, warnings)
+
+
+def _apply_create(info, body: bytes, manager: str, force: bool):
+    """Server-side apply of an object that does not exist yet is a create."""
+    if not manager:
+        raise api_errors.bad_request("PATCH with application/apply-patch+yaml requires the fieldManager query parameter")
+    obj = patches.apply_patch("application/apply-patch+yaml", None, body, info.resource.group,
+                              info.resource.version, info.resource.kind, manager, force)
+    decode.check_kind(obj, info.resource)
+    obj["metadata"]["name"] = info.name
+    warnings = decode.apply_field_validation(obj, b"", info.resource, request.args.get("fieldValidation"))
+    _set_namespace(obj, info)
+    objects.prepare_for_create(obj, info.resource)
+    obj = apply_defaults(info.resource.group, info.resource.kind, obj)
+    _admit_validate(obj, None, info, "CREATE")
+    if _dry_run():
+        return respond(obj, 201, warnings)
+    return respond(server().store.create(info.resource, obj), 201, warnings)
+
+
+def _store_update(info, change, warnings: list[str], subresource: str = ""):
+    """The read-modify-write every PUT and PATCH ends in; `change` makes the new object."""
+    dry_run = _dry_run()
+    subresource = subresource or info.subresource
+
+    def update_fn(current: dict) -> dict:
+        old = copy.deepcopy(current)
+        new = objects.prepare_for_update(change(current), old, info.resource, subresource)
+        new = apply_defaults(info.resource.group, info.resource.kind, new)
+        _admit_validate(new, old, info, "UPDATE", subresource)
+        if dry_run:
+            raise _DryRunResult(new)
+        return new
+
+    try:
+        stored = server().store.update(info.resource, info.namespace, info.name, update_fn)
+    except _DryRunResult as result:
+        return respond(result.obj, 200, warnings)
+    stored, _ = finish_deletion_if_done(server(), info.resource, stored)
+    return respond(stored, 200, warnings)
+
+
+class _DryRunResult(Exception):
+    def __init__(self, obj):
+        self.obj = obj
+
+
+# ----- deletes -----
+
+def _delete_options() -> dict:
+    body = request.get_data()
+    if not body.strip():
+        return {}
+    options = decode.parse_body(body, request.content_type or "application/json")
+    if not isinstance(options, dict):
+        raise api_errors.bad_request("the DELETE body must be a DeleteOptions object")
+    return options
+
+
+# [START finalizers]
+def delete_object(server_state, resource, namespace: str, name: str, options: dict) -> tuple[dict, bool]:
+    """Delete now, or mark for deletion while something still has to happen.
+
+    Returns (object, gone). An object with finalizers is only marked with a
+    deletionTimestamp, and stays until the controllers that own the
+    finalizers clear them. A pod running on a node is marked too: its kubelet
+    stops the containers, then deletes it for good (grace period 0)."""
+    store = server_state.store
+    current = store.get(resource, namespace, name)
+    if current is None:
+        raise api_errors.not_found(resource, name)
+    _check_preconditions(current, options, resource)
+    admission.admit_delete(server_state, current, resource)
+    grace = admission.grace_period(server_state, resource, current, options)
+    if admission.finalizers(resource, current) or grace > 0:
+        def mark(obj: dict) -> dict:
+            meta = obj["metadata"]
+            meta.setdefault("deletionTimestamp", objects.now())
+            meta["deletionGracePeriodSeconds"] = min(grace, meta.get("deletionGracePeriodSeconds", grace))
+            meta.pop("resourceVersion", None)
+            if resource.kind == "Namespace":
+                obj.setdefault("status", {})["phase"] = "Terminating"
+            return obj
+        marked = store.update(resource, namespace, name, mark)
+        if resource.kind == "Namespace":
+            admission.sync_namespace(server_state, name)
+            marked = store.get(resource, namespace, name) or marked
+        return finish_deletion_if_done(server_state, resource, marked)
+    gone = store.delete(resource, namespace, name)
+    admission.deleted(server_state, resource, gone)
+    return gone, True
+
+
+def finish_deletion_if_done(server_state, resource, obj: dict) -> tuple[dict, bool]:
+    """A marked object whose finalizers are cleared and grace period is over goes."""
+    meta = obj["metadata"]
+    if meta.get("deletionTimestamp") and not admission.finalizers(resource, obj) \
+            and not meta.get("deletionGracePeriodSeconds"):
+        try:
+            gone = server_state.store.delete(resource, meta.get("namespace", ""), meta["name"])
+        except api_errors.APIError:
+            return obj, True             # someone else removed it first
+        admission.deleted(server_state, resource, gone)
+        return gone, True
+    return obj, False
+# [END finalizers]
+
+
+def _check_preconditions(current: dict, options: dict, resource) -> None:
+    pre = options.get("preconditions") or {}
+    meta = current["metadata"]
+    if pre.get("uid") and pre["uid"] != meta.get("uid"):
+        raise api_errors.conflict(resource, meta["name"], f"Precondition failed: UID in precondition: "
+                                  f"{pre['uid']}, UID in object meta: {meta.get('uid')}")
+    if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+        raise api_errors.conflict(resource, meta["name"], "Precondition failed: ResourceVersion in "
+                                  f"precondition: {pre['resourceVersion']}, ResourceVersion in object "
+                                  f"meta: {meta.get('resourceVersion')}")
+
+
+def delete(info):
+    options = _delete_options()
+    if _dry_run():
+        return respond(_existing(info))
+    obj, _ = delete_object(server(), info.resource, info.namespace, info.name, options)
+    return respond(obj, 200)
+
+
+def delete_collection(info):
+    options = _delete_options()
+    labels, fields = _selectors(info)
+    items, rv = server().store.list(info.resource, info.namespace or None)
+    deleted = []
+    for obj in items:
+        if labels.matches(obj["metadata"].get("labels")) and fields.matches(obj):
+            try:
+                deleted.append(delete_object(server(), info.resource, obj["metadata"].get("namespace", ""),
+                                             obj["metadata"]["name"], options)[0])
+            except api_errors.APIError as error:
+                if error.code != 404:     # deleted meanwhile: fine
+                    raise
+    return respond({"kind": info.resource.list_kind, "apiVersion": info.resource.api_version,
+                    "metadata": {"resourceVersion": str(server().store.resource_version)}, "items": deleted})
+
+
+_HANDLERS = {
+    ("get", ""): get_one, ("list", ""): list_objects, ("watch", ""): watch_objects,
+    ("create", ""): create, ("update", ""): update, ("patch", ""): patch,
+    ("delete", ""): delete, ("deletecollection", ""): delete_collection,
+    ("get", "status"): get_one, ("update", "status"): update, ("patch", "status"): patch,
+    **subresources.HANDLERS,
+}

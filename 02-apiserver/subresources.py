@@ -1,0 +1,159 @@
+"""Subresources: scale, binding and log (status lives in rest.py, it is a plain update).
+
+- `deployments/scale` shows a workload as an autoscaling/v1 Scale: what
+  `kubectl scale` and autoscalers read and write, whatever the kind.
+- `pods/binding` is how the scheduler assigns a pod to a node: it sets
+  spec.nodeName once, and only once.
+- `pods/log` is the one request the API server passes on to a kubelet.
+"""
+from __future__ import annotations
+
+import json
+
+import requests
+from flask import Response, request
+
+import api_errors
+import decode
+import objects
+import patches
+import registry
+import rest
+from common.selectors import selector_from_label_selector
+
+NODES = registry.for_kind("", "Node")
+
+
+# ----- scale -----
+
+def _to_scale(obj: dict) -> dict:
+    meta = obj["metadata"]
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    try:
+        selector_text = str(selector_from_label_selector(selector))
+    except ValueError:
+        selector_text = ""
+    return {
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                     if k in meta},
+        "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 0)},
+        "status": {"replicas": (obj.get("status") or {}).get("replicas", 0), "selector": selector_text},
+    }
+
+
+def get_scale(info):
+    return rest.respond(_to_scale(rest._existing(info)))
+
+
+def _change_scale(info, new_scale_of):
+    def change(current: dict) -> dict:
+        scale = new_scale_of(_to_scale(current))
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise api_errors.invalid(info.resource, "Scale", info.name, [_replicas_error(replicas)])
+        current["spec"]["replicas"] = replicas
+        rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            current["metadata"]["resourceVersion"] = rv    # the Scale's version guards the update
+        return current
+    response = rest._store_update(info, change, [], subresource="scale")
+    stored = json.loads(response.get_data())
+    response.set_data(json.dumps(_to_scale(stored)))
+    return response
+
+
+def _replicas_error(value):
+    from common.field_errors import invalid
+    return invalid("spec.replicas", value, "must be greater than or equal to 0")
+
+
+def update_scale(info):
+    sent = decode.decode_object(request.get_data(), request.content_type, info.resource)
+    return _change_scale(info, lambda scale: sent)
+
+
+def patch_scale(info):
+    body = request.get_data()
+    kind = decode.media_type(request.content_type)
+    return _change_scale(info, lambda scale: patches.apply_patch(
+        kind, scale, body, "autoscaling", "v1", "Scale", request.args.get("fieldManager", "")))
+
+
+# ----- binding -----
+
+# [START binding]
+def create_binding(info):
+    """POST pods/NAME/binding {"target": {"kind": "Node", "name": "node1"}}."""
+    binding = decode.parse_body(request.get_data(), request.content_type or "application/json")
+    target = (binding or {}).get("target") if isinstance(binding, dict) else None
+    node = target.get("name") if isinstance(target, dict) else None
+    if not isinstance(node, str) or not node:
+        raise api_errors.invalid(info.resource, "Binding", info.name, [_required("target.name")])
+
+    def bind(pod: dict) -> dict:
+        if pod["metadata"].get("deletionTimestamp"):
+            raise api_errors.conflict(info.resource, info.name, "pod is being deleted, cannot be assigned to a host")
+        assigned = pod["spec"].get("nodeName")
+        if assigned:
+            raise api_errors.conflict(info.resource, info.name, f'pod {info.name} is already assigned to node "{assigned}"')
+        pod["spec"]["nodeName"] = node
+        conditions = [c for c in pod.setdefault("status", {}).get("conditions", []) if c.get("type") != "PodScheduled"]
+        pod["status"]["conditions"] = conditions + [
+            {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": objects.now()}]
+        return pod
+    rest.server().store.update(info.resource, info.namespace, info.name, bind)
+    return rest.respond({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+# [END binding]
+
+
+def _required(path):
+    from common.field_errors import required
+    return required(path)
+
+
+# ----- log -----
+
+def pod_log(info):
+    """Pass the request on to the kubelet on the pod's node, and stream its answer back."""
+    pod = rest._existing(info)
+    node_name = pod["spec"].get("nodeName")
+    if not node_name:
+        raise api_errors.bad_request(f"pod {info.name} does not have a host assigned")
+    containers = [c["name"] for c in pod["spec"].get("containers", [])]
+    container = request.args.get("container") or (containers[0] if len(containers) == 1 else "")
+    if not container:
+        raise api_errors.bad_request(f"a container name must be specified for pod {info.name}, "
+                                     f"choose one of: [{' '.join(containers)}]")
+    node = rest.server().store.get(NODES, "", node_name)
+    if node is None:
+        raise api_errors.not_found(NODES, node_name)
+    url = f"{kubelet_url(node)}/containerLogs/{info.namespace}/{info.name}/{container}"
+    params = {k: request.args[k] for k in ("follow", "tailLines", "timestamps", "previous", "sinceSeconds")
+              if k in request.args}
+    try:
+        upstream = requests.get(url, params=params, stream=True, timeout=(5, None))
+    except requests.RequestException as error:
+        raise api_errors.APIError(502, "ServiceUnavailable",
+                                  f"cannot reach the kubelet of node {node_name} at {url}: {error}") from None
+    if upstream.status_code != 200:
+        return Response(upstream.content, upstream.status_code, mimetype="application/json")
+    response = Response(upstream.iter_content(chunk_size=None), mimetype="text/plain")
+    response.call_on_close(upstream.close)    # a `kubectl logs -f` that ends closes the kubelet's stream too
+    return response
+
+
+def kubelet_url(node: dict) -> str:
+    """Where a node's kubelet listens, from what it reported in its status."""
+    status = node.get("status") or {}
+    addresses = {a.get("type"): a.get("address") for a in status.get("addresses") or [] if isinstance(a, dict)}
+    host = addresses.get("InternalIP") or addresses.get("Hostname") or node["metadata"]["name"]
+    port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port") or 10255
+    return f"http://{host}:{port}"
+
+
+HANDLERS = {
+    ("get", "scale"): get_scale, ("update", "scale"): update_scale, ("patch", "scale"): patch_scale,
+    ("create", "binding"): create_binding,
+    ("get", "log"): pod_log,
+}

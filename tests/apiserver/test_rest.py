@@ -1,0 +1,289 @@
+"""REST as Kubernetes does it, against a real API server process over HTTP."""
+from __future__ import annotations
+
+import pytest
+
+from apiserver_harness import deployment, pod, unique
+
+# One valid object of every served kind: (collection path template, body).
+EXAMPLES = [
+    ("/api/v1/namespaces/{ns}/pods", pod("web")),
+    ("/api/v1/namespaces/{ns}/services",
+     {"kind": "Service", "apiVersion": "v1", "metadata": {"name": "web"},
+      "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+    ("/api/v1/namespaces/{ns}/endpoints",
+     {"kind": "Endpoints", "apiVersion": "v1", "metadata": {"name": "web"},
+      "subsets": [{"addresses": [{"ip": "10.213.0.5"}], "ports": [{"port": 80}]}]}),
+    ("/api/v1/namespaces/{ns}/configmaps",
+     {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "settings"}, "data": {"mode": "fast"}}),
+    ("/api/v1/namespaces/{ns}/secrets",
+     {"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "token"}, "data": {"key": "c2VjcmV0"}}),
+    ("/api/v1/namespaces/{ns}/events",
+     {"kind": "Event", "apiVersion": "v1", "metadata": {"name": "web.1"},
+      "involvedObject": {"kind": "Pod", "name": "web", "namespace": "{ns}"},
+      "reason": "Scheduled", "message": "assigned", "type": "Normal"}),
+    ("/apis/apps/v1/namespaces/{ns}/deployments", deployment("web")),
+    ("/apis/apps/v1/namespaces/{ns}/replicasets", {**deployment("web"), "kind": "ReplicaSet"}),
+    ("/apis/apps/v1/namespaces/{ns}/daemonsets",
+     {**{k: v for k, v in deployment("web").items()}, "kind": "DaemonSet",
+      "spec": {k: v for k, v in deployment("web")["spec"].items() if k != "replicas"}}),
+    ("/apis/batch/v1/namespaces/{ns}/jobs",
+     {"kind": "Job", "apiVersion": "batch/v1", "metadata": {"name": "once"},
+      "spec": {"template": {"spec": {"restartPolicy": "Never",
+                                     "containers": [{"name": "app", "image": "busybox:1.35"}]}}}}),
+    ("/api/v1/nodes", {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "{ns}-node"}}),
+]
+
+
+def _fill(value, ns):
+    if isinstance(value, str):
+        return value.replace("{ns}", ns)
+    if isinstance(value, dict):
+        return {k: _fill(v, ns) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, ns) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("collection,body", EXAMPLES, ids=[b["kind"] for _, b in EXAMPLES])
+def test_crud_for_every_kind(api, namespace, collection, body):
+    collection, body = _fill(collection, namespace), _fill(body, namespace)
+    name = body["metadata"]["name"]
+    created = api.post(collection, body)
+    assert created.status_code == 201, created.text
+    obj = created.json()
+    meta = obj["metadata"]
+    assert meta["uid"] and meta["creationTimestamp"].endswith("Z") and meta["generation"] == 1
+    assert int(meta["resourceVersion"]) > 0
+    assert obj["kind"] == body["kind"] and obj["apiVersion"] == body["apiVersion"]
+
+    got = api.get(f"{collection}/{name}").json()
+    assert got == obj
+    listed = api.get(collection).json()
+    assert listed["kind"] == body["kind"] + "List"
+    assert name in [o["metadata"]["name"] for o in listed["items"]]
+
+    got["metadata"].setdefault("labels", {})["changed"] = "yes"
+    updated = api.put(f"{collection}/{name}", got)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["metadata"]["labels"]["changed"] == "yes"
+    assert int(updated.json()["metadata"]["resourceVersion"]) > int(meta["resourceVersion"])
+
+    patched = api.patch(f"{collection}/{name}", {"metadata": {"annotations": {"note": "hi"}}})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["metadata"]["annotations"] == {"note": "hi"}
+
+    assert api.delete(f"{collection}/{name}").status_code == 200
+    gone = api.get(f"{collection}/{name}")
+    assert gone.status_code == 404 and gone.json()["reason"] == "NotFound"
+
+
+def test_create_fills_server_fields_and_kind_from_the_url(api, namespace):
+    body = {"metadata": {"generateName": "web-"},
+            "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}}   # as the Python client sends it
+    created = api.post(f"/api/v1/namespaces/{namespace}/pods", body).json()
+    assert created["kind"] == "Pod" and created["apiVersion"] == "v1"
+    assert created["metadata"]["name"].startswith("web-") and len(created["metadata"]["name"]) == 9
+    assert created["metadata"]["namespace"] == namespace
+    assert created["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+    assert created["spec"]["containers"][0]["terminationMessagePath"] == "/dev/termination-log"  # defaults
+
+
+def test_create_twice_is_409_already_exists(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    assert api.post(path, pod("web")).status_code == 201
+    again = api.post(path, pod("web"))
+    assert again.status_code == 409
+    assert again.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                            "message": 'pods "web" already exists', "reason": "AlreadyExists",
+                            "details": {"name": "web", "kind": "pods"}, "code": 409}
+
+
+def test_stale_update_is_409_conflict(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    first = api.post(path, {"metadata": {"name": "c"}, "data": {"n": "1"}}).json()
+    second = dict(first, data={"n": "2"})
+    assert api.put(f"{path}/c", second).status_code == 200
+    stale = dict(first, data={"n": "3"})                    # still carries the first resourceVersion
+    response = api.put(f"{path}/c", stale)
+    assert response.status_code == 409 and response.json()["reason"] == "Conflict"
+    assert response.json()["message"] == ('Operation cannot be fulfilled on configmaps "c": the object has been '
+                                          'modified; please apply your changes to the latest version and try again')
+    assert api.get(f"{path}/c").json()["data"] == {"n": "2"}
+
+
+def test_invalid_pod_is_422_with_a_cause_per_field(api, namespace):
+    body = pod("bad")
+    body["spec"]["containers"] = [{"name": "app"}, {"name": "app", "image": "x", "ports": [{"containerPort": 70000}]}]
+    response = api.post(f"/api/v1/namespaces/{namespace}/pods", body)
+    assert response.status_code == 422, response.text
+    status = response.json()
+    assert status["reason"] == "Invalid" and status["message"].startswith('Pod "bad" is invalid: [')
+    fields = {c["field"]: c["reason"] for c in status["details"]["causes"]}
+    assert fields["spec.containers[0].image"] == "FieldValueRequired"
+    assert fields["spec.containers[1].name"] == "FieldValueDuplicate"
+    assert fields["spec.containers[1].ports[0].containerPort"] == "FieldValueInvalid"
+
+
+def test_a_missing_name_is_422_as_kubectl_prints_it(api, namespace):
+    response = api.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {}})
+    assert response.status_code == 422
+    assert response.json()["details"]["causes"][0]["field"] == "metadata.name"
+
+
+def test_namespace_must_exist(api):
+    response = api.post("/api/v1/namespaces/no-such-ns/pods", pod("web"))
+    assert response.status_code == 404 and response.json()["message"] == 'namespaces "no-such-ns" not found'
+
+
+def test_label_and_field_selectors(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    api.post(path, pod("a", labels={"app": "web", "tier": "front"}))
+    api.post(path, pod("b", labels={"app": "web", "tier": "db"}))
+    api.post(path, pod("c", labels={"app": "api"}, nodeName="node1"))
+
+    def names(query):
+        response = api.get(path + query)
+        assert response.status_code == 200, response.text
+        return sorted(o["metadata"]["name"] for o in response.json()["items"])
+    assert names("?labelSelector=app%3Dweb") == ["a", "b"]
+    assert names("?labelSelector=app+in+(web,api),tier!=db") == ["a", "c"]
+    assert names("?labelSelector=!tier") == ["c"]
+    assert names("?fieldSelector=spec.nodeName%3Dnode1") == ["c"]
+    assert names("?fieldSelector=spec.nodeName%3D") == ["a", "b"]
+    assert names("?fieldSelector=metadata.name!%3Da,status.phase%3DPending") == ["b", "c"]
+    bad = api.get(path + "?fieldSelector=spec.image%3Dx")
+    assert bad.status_code == 400 and "field label not supported: spec.image" in bad.json()["message"]
+    bad = api.get(path + "?labelSelector=app+in+web")
+    assert bad.status_code == 400 and "labelSelector" in bad.json()["message"]
+
+
+def test_list_across_namespaces(api, namespace):
+    api.post(f"/api/v1/namespaces/{namespace}/pods", pod("everywhere"))
+    items = api.get("/api/v1/pods").json()["items"]
+    assert (namespace, "everywhere") in [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in items]
+
+
+def test_pagination_with_limit_and_continue(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for i in range(7):
+        api.post(path, {"metadata": {"name": f"c{i}"}})
+    seen, token = [], None
+    while True:
+        page = api.get(path, params={"limit": 3, **({"continue": token} if token else {})}).json()
+        seen += [o["metadata"]["name"] for o in page["items"]]
+        token = page["metadata"].get("continue")
+        if not token:
+            break
+        assert page["metadata"]["remainingItemCount"] == 7 - len(seen)
+    assert seen == [f"c{i}" for i in range(7)]
+    assert api.get(path, params={"continue": "garbage"}).status_code == 400
+
+
+def test_finalizers_keep_an_object_until_cleared(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "held", "finalizers": ["example.com/cleanup"]}})
+    marked = api.delete(f"{path}/held")
+    assert marked.status_code == 200
+    assert marked.json()["metadata"]["deletionTimestamp"]
+    assert api.get(f"{path}/held").status_code == 200                 # still there
+    cleared = api.patch(f"{path}/held", {"metadata": {"finalizers": None}})
+    assert cleared.status_code == 200
+    assert api.get(f"{path}/held").status_code == 404                 # gone once cleared
+
+
+def test_status_subresource_and_main_resource_do_not_overwrite_each_other(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    api.post(path, pod("web"))
+    status = api.patch(f"{path}/web/status", {"status": {"phase": "Running"}, "spec": {"nodeName": "sneaky"}})
+    assert status.status_code == 200, status.text
+    assert status.json()["status"]["phase"] == "Running" and "nodeName" not in status.json()["spec"]
+    main = api.patch(f"{path}/web", {"status": {"phase": "Failed"}, "metadata": {"labels": {"a": "b"}}})
+    assert main.json()["status"]["phase"] == "Running" and main.json()["metadata"]["labels"] == {"a": "b"}
+
+
+def test_generation_counts_spec_changes_only(api, namespace):
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    api.post(path, deployment("web"))
+    assert api.patch(f"{path}/web", {"metadata": {"labels": {"x": "y"}}}).json()["metadata"]["generation"] == 1
+    assert api.patch(f"{path}/web", {"spec": {"replicas": 5}}).json()["metadata"]["generation"] == 2
+
+
+def test_scale_subresource(api, namespace):
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    api.post(path, deployment("web", replicas=2))
+    scale = api.get(f"{path}/web/scale").json()
+    assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
+    assert scale["spec"] == {"replicas": 2} and scale["status"]["selector"] == "app=web"
+    patched = api.patch(f"{path}/web/scale", {"spec": {"replicas": 4}})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["spec"]["replicas"] == 4
+    assert api.get(f"{path}/web").json()["spec"]["replicas"] == 4
+    negative = api.patch(f"{path}/web/scale", {"spec": {"replicas": -1}})
+    assert negative.status_code == 422
+
+
+def test_binding_assigns_a_node_once(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    api.post(path, pod("web"))
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node1"}}
+    assert api.post(f"{path}/web/binding", binding).status_code == 201
+    bound = api.get(f"{path}/web").json()
+    assert bound["spec"]["nodeName"] == "node1"
+    assert {"type": "PodScheduled", "status": "True"}.items() <= bound["status"]["conditions"][0].items()
+    again = api.post(f"{path}/web/binding", dict(binding, target={"kind": "Node", "name": "node2"}))
+    assert again.status_code == 409 and 'already assigned to node "node1"' in again.json()["message"]
+
+
+def test_delete_collection_by_label(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name, tier in (("a", "x"), ("b", "x"), ("c", "y")):
+        api.post(path, {"metadata": {"name": name, "labels": {"tier": tier}}})
+    response = api.delete(path + "?labelSelector=tier%3Dx")
+    assert response.status_code == 200
+    assert sorted(o["metadata"]["name"] for o in response.json()["items"]) == ["a", "b"]
+    assert [o["metadata"]["name"] for o in api.get(path).json()["items"]] == ["c"]
+
+
+def test_deleting_a_namespace_deletes_its_contents(api):
+    name = unique("gone")
+    api.post("/api/v1/namespaces", {"metadata": {"name": name}})
+    api.post(f"/api/v1/namespaces/{name}/configmaps", {"metadata": {"name": "c"}})
+    assert api.delete(f"/api/v1/namespaces/{name}").status_code == 200
+    assert api.get(f"/api/v1/namespaces/{name}/configmaps/c").status_code == 404
+    assert api.get(f"/api/v1/namespaces/{name}").status_code == 404
+    assert api.delete("/api/v1/namespaces/default").status_code == 403
+
+
+def test_dry_run_stores_nothing(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    assert api.post(path + "?dryRun=All", {"metadata": {"name": "maybe"}}).status_code == 201
+    assert api.get(f"{path}/maybe").status_code == 404
+
+
+def test_discovery_and_version(api):
+    version = api.get("/version").json()
+    assert (version["major"], version["minor"]) == ("1", "32")
+    assert api.get("/api").json()["versions"] == ["v1"]
+    groups = {g["name"] for g in api.get("/apis").json()["groups"]}
+    assert groups == {"apps", "batch"}
+    resources = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
+    assert resources["pods"]["shortNames"] == ["po"] and resources["pods"]["namespaced"] is True
+    assert "pods/status" in resources and "pods/log" in resources
+    assert api.get("/apis/apps/v1").json()["groupVersion"] == "apps/v1"
+    aggregated = api.get("/apis", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
+    assert aggregated.headers["Content-Type"] == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    assert {g["metadata"]["name"] for g in aggregated.json()["items"]} == {"apps", "batch"}
+    for health in ("/healthz", "/readyz", "/livez"):
+        assert api.get(health).text == "ok"
+
+
+def test_table_for_kubectl_get(api, namespace):
+    api.post(f"/api/v1/namespaces/{namespace}/pods", pod("web"))
+    table = api.get(f"/api/v1/namespaces/{namespace}/pods",
+                    headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}).json()
+    assert table["kind"] == "Table"
+    assert [c["name"] for c in table["columnDefinitions"]][:5] == ["Name", "Ready", "Status", "Restarts", "Age"]
+    assert table["rows"][0]["cells"][:4] == ["web", "0/1", "Pending", "0"]
+    assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
