@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 PYTEST := $(PY) -m pytest
 
 .DEFAULT_GOAL := help
-.PHONY: help venv images demo test test-common test-01 lesson-01 bench-01 clean-node snippet clean
+.PHONY: help venv images demo test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver clean-node snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -56,6 +56,18 @@ lesson-01: venv images ## run chapter 01's README as a lesson, command by comman
 
 bench-01: venv images ## chapter 01 benchmark: 30 two-container pods vs bare Docker
 	$(PY) 01-kubelet/bench.py
+
+test-02: venv ## chapter 02: the API server over real HTTP, with the real kubectl and the Python client
+	$(PYTEST) tests/apiserver
+
+lesson-02: venv ## run chapter 02's README as a lesson, command by command
+	$(PYTEST) tests/lessons/test_lessons.py -k 02-apiserver
+
+bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
+	$(PY) 02-apiserver/bench.py
+
+apiserver: venv ## run the API server on 127.0.0.1:8080 with its data in /tmp/groundup-data (DATA=dir to change)
+	$(PY) 02-apiserver/apiserver.py --data-dir $(or $(DATA),/tmp/groundup-data)
 
 clean-node: venv ## remove every container and volume a kubelet made (NODE=name for one node only)
 	$(PY) 01-kubelet/kubelet.py --cleanup $(if $(NODE),--node-name $(NODE),--all-nodes)

@@ -25,10 +25,11 @@ class APIError(Exception):
         body: dict[str, Any] = {
             "kind": "Status", "apiVersion": "v1", "metadata": {},
             "status": "Failure", "message": self.message,
-            "reason": self.reason, "code": self.code,
+            "reason": self.reason,
         }
         if self.details:
             body["details"] = self.details
+        body["code"] = self.code          # last, as Kubernetes writes it
         return body
 
 
@@ -78,8 +79,9 @@ def invalid(resource, kind: str, name: str, errors) -> APIError:
                "message": str(e)[len(e.path) + 2:] if e.path else str(e),
                "field": e.path} for e in errors]
     summary = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
-    return APIError(422, "Invalid", f'{kind} "{name or ""}" is invalid: {summary}',
-                    _details(resource, name, causes))
+    details = _details(resource, name, causes)
+    details["kind"] = kind            # Invalid names the Kind (kubectl prints `The Pod "x" is invalid`)
+    return APIError(422, "Invalid", f'{kind} "{name or ""}" is invalid: {summary}', details)
 
 
 def bad_request(message: str) -> APIError:

@@ -18,11 +18,14 @@ import field_validation
 from common.manifests import ManifestError, load_manifest_text
 
 JSON_TYPES = ("application/json", "application/yaml")
+PROTOBUF = "application/vnd.kubernetes.protobuf"
 _INDEX = re.compile(r"^(.*)\[(\d+)\]$")
 
 
 def media_type(content_type: str | None) -> str:
-    return (content_type or "").split(";")[0].strip().lower()
+    # No Content-Type at all means JSON, the first type Kubernetes serves: the
+    # official Python client sends create and replace bodies without one.
+    return (content_type or "").split(";")[0].strip().lower() or "application/json"
 
 
 def parse_body(body: bytes, content_type: str) -> object:
@@ -51,6 +54,14 @@ def parse_body(body: bytes, content_type: str) -> object:
 
 def decode_object(body: bytes, content_type: str, resource) -> dict:
     """The body of a create or update: one object, of this URL's kind."""
+    if media_type(content_type) == PROTOBUF:
+        # kubectl's generator commands (create configmap, run, expose) send
+        # built-in kinds as protobuf; decoding it needs Kubernetes' generated
+        # Go types, which this server does not have.
+        raise api_errors.APIError(415, "UnsupportedMediaType", (
+            "this API server reads JSON and YAML, not protobuf: kubectl sends protobuf for generator "
+            "commands such as `kubectl create configmap` or `kubectl run`. Generate the manifest and apply "
+            "it instead: kubectl create configmap NAME --from-literal=k=v --dry-run=client -o yaml | kubectl apply -f -"))
     if media_type(content_type) not in JSON_TYPES:
         raise api_errors.unsupported_media_type(content_type, ("application/json", "application/yaml"))
     obj = parse_body(body, content_type)

@@ -279,7 +279,7 @@ class Command:
 @dataclass
 class Step:
     line: int
-    options: dict              # background, interrupt, skip: True; until: seconds
+    options: dict              # background, interrupt, kill, skip: True; until: seconds
     commands: list[Command]
     expected: list[str]        # a block with no command: what a background terminal shows
 
@@ -291,11 +291,11 @@ def parse_options(text: str, where: str) -> dict:
     kind = words[0]
     if kind == "skip":
         return {"skip": True}   # the rest is the reason, for the reader
-    if kind in ("background", "interrupt") and len(words) == 1:
+    if kind in ("background", "interrupt", "kill") and len(words) == 1:
         return {kind: True}
     if kind == "until" and len(words) == 2 and re.fullmatch(r"\d+s", words[1]):
         return {"until": float(words[1][:-1])}
-    raise ValueError(f"{where}: unknown lesson marker {text!r}; use background, interrupt, "
+    raise ValueError(f"{where}: unknown lesson marker {text!r}; use background, interrupt, kill, "
                      "until 60s (seconds) or skip (why)")
 
 
@@ -369,6 +369,8 @@ def evaluate_step(example) -> str | None:
         session.check_backgrounds()
         if step.options.get("interrupt"):
             _interrupt(session, step.expected, where)
+        elif step.options.get("kill"):
+            _interrupt(session, step.expected, where, signal.SIGKILL)
         elif not step.commands:
             _background_shows(session, step.expected, where)
         for command in step.commands:
@@ -446,14 +448,14 @@ def _find_each(wanted: list[str], output: list[str], start: int, bindings: dict)
     return "\n".join(missing) if missing else indexes
 
 
-def _interrupt(session: Session, expected: list[str], where: str) -> None:
-    """Ctrl-C in the latest background terminal: it must print the README's
-    lines and stop."""
+def _interrupt(session: Session, expected: list[str], where: str, signum=signal.SIGINT) -> None:
+    """Ctrl-C (or, with SIGKILL, a pulled plug) in the latest background
+    terminal: it must print the README's lines and stop."""
     background = next((b for b in reversed(session.backgrounds) if not b.interrupted), None)
     if background is None:
         raise LessonFailure(f"{where}: nothing running in the background to interrupt")
     background.interrupted = True
-    background.signal(signal.SIGINT)
+    background.signal(signum)
     _background_shows(session, expected, where, background)
     try:
         background.process.wait(timeout=STOP_WAIT)
