@@ -124,8 +124,7 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
                     continue
                 last_sent = time.monotonic()
         except Expired as error:
-            yield encode_event("ERROR", api_errors.gone(
-                f"too old resource version: {start_rv} ({error})").status())
+            yield encode_event("ERROR", api_errors.gone(str(error)).status())
     # [END watch-loop]
 
     response = Response(events(), mimetype="application/json")
