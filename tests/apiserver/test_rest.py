@@ -287,3 +287,15 @@ def test_table_for_kubectl_get(api, namespace):
     assert [c["name"] for c in table["columnDefinitions"]][:5] == ["Name", "Ready", "Status", "Restarts", "Age"]
     assert table["rows"][0]["cells"][:4] == ["web", "0/1", "Pending", "0"]
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
+
+
+def test_a_body_without_content_type_is_json(api, namespace):
+    """The official Python client sends create and replace bodies with no
+    Content-Type; Kubernetes reads those as JSON, its first media type."""
+    path = f"{api.url}/api/v1/namespaces/{namespace}/configmaps"
+    created = api.session.post(path, data=b'{"metadata": {"name": "plain"}, "data": {"a": "b"}}', timeout=30)
+    assert "Content-Type" not in created.request.headers
+    assert created.status_code == 201, created.text
+    # A patch still has to say which of the four kinds of patch it is.
+    patched = api.session.patch(f"{path}/plain", data=b'{"data": {"a": "c"}}', timeout=30)
+    assert patched.status_code == 415 and "merge-patch" in patched.json()["message"]
