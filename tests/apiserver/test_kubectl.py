@@ -309,6 +309,30 @@ def test_a_typo_is_rejected_by_strict_decoding(k, api, namespace):
     assert api.get(f"/api/v1/namespaces/{namespace}/pods/typo").status_code == 404
 
 
+def test_an_invalid_object_names_the_field(k, api, namespace):
+    error = k.fails("apply", "-f", str(ROOT / "02-apiserver" / "manifests" / "bad-port.yaml"))
+    assert error.strip() == ('The Pod "bad-port" is invalid: spec.containers[0].ports[0].containerPort: '
+                             'Invalid value: 70000: must be between 1 and 65535, inclusive')
+    nameless = pod("")
+    del nameless["metadata"]["name"]
+    error = k.fails("create", "-f", k.manifest(nameless))
+    assert 'The Pod "" is invalid: metadata.name: Required value: name or generateName is required' in error
+
+
+def test_apply_and_delete_a_file_of_several_objects(k, api, namespace):
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    settings = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "b"}}
+    path = k.manifest(yaml.safe_dump_all([service, web_deployment(), settings]))
+    assert k("apply", "-f", path).splitlines() == [
+        "service/web created", "deployment.apps/web created", "configmap/settings created"]
+    assert k("get", "svc,deploy,cm", "-o", "name").split() == [
+        "service/web", "deployment.apps/web", "configmap/settings"]
+    assert k("delete", "-f", path).splitlines() == [
+        'service "web" deleted', 'deployment.apps "web" deleted', 'configmap "settings" deleted']
+    assert k("get", "svc,deploy,cm", "-o", "name").strip() == ""
+
+
 def test_delete_and_wait(k, api, namespace):
     create_pod(api, namespace, "web")
     assert k("delete", "pod", "web", "--wait", "--timeout=30s").strip() == 'pod "web" deleted'
