@@ -19,6 +19,8 @@ import registry
 from rest import respond
 
 bp = Blueprint("discovery", __name__)
+# Every discovery route answers with and without a trailing slash, as
+# Kubernetes does: the official Python client asks for /api/v1/ and /apis/.
 
 KUBERNETES_MINOR = "32"     # the kubectl dispatcher picks its kubectl by this: keep 1.32
 AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
@@ -28,7 +30,7 @@ _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "pa
                       "binding": ["create"], "log": ["get"]}
 
 
-@bp.get("/version")
+@bp.get("/version", strict_slashes=False)
 def version():
     return respond({"major": "1", "minor": KUBERNETES_MINOR, "gitVersion": f"v1.{KUBERNETES_MINOR}.0-groundup",
                     "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-11-22T00:00:00Z",
@@ -78,7 +80,7 @@ def _group_discovery(group: str) -> dict:
                          for v in registry.group_versions()[group]]}
 
 
-@bp.get("/api")
+@bp.get("/api", strict_slashes=False)
 def core_versions():
     if _wants_aggregated():
         return _aggregated([_group_discovery("")])
@@ -91,7 +93,7 @@ def _group(group: str) -> dict:
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
-@bp.get("/apis")
+@bp.get("/apis", strict_slashes=False)
 def groups():
     named = [g for g in registry.group_versions() if g]
     if _wants_aggregated():
@@ -99,19 +101,19 @@ def groups():
     return respond({"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in named]})
 
 
-@bp.get("/apis/<group>")
+@bp.get("/apis/<group>", strict_slashes=False)
 def group(group: str):
     if group not in registry.group_versions() or not group:
         raise api_errors.not_found("groups", group)
     return respond({"kind": "APIGroup", "apiVersion": "v1", **_group(group)})
 
 
-@bp.get("/api/<version>")
+@bp.get("/api/<version>", strict_slashes=False)
 def core_resources(version: str):
     return _resource_list("", version)
 
 
-@bp.get("/apis/<group>/<version>")
+@bp.get("/apis/<group>/<version>", strict_slashes=False)
 def group_resources(group: str, version: str):
     return _resource_list(group, version)
 

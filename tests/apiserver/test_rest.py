@@ -299,3 +299,12 @@ def test_a_body_without_content_type_is_json(api, namespace):
     # A patch still has to say which of the four kinds of patch it is.
     patched = api.session.patch(f"{path}/plain", data=b'{"data": {"a": "c"}}', timeout=30)
     assert patched.status_code == 415 and "merge-patch" in patched.json()["message"]
+
+
+@pytest.mark.parametrize("path", ["/version/", "/api/", "/api/v1/", "/apis/", "/apis/apps/", "/apis/apps/v1/"])
+def test_discovery_with_a_trailing_slash(api, path):
+    """The official Python client asks for /api/v1/ and /apis/: Kubernetes
+    serves discovery with or without the slash."""
+    response = api.get(path)
+    assert response.status_code == 200, response.text
+    assert response.json() == api.get(path.rstrip("/")).json()
