@@ -339,11 +339,23 @@ def _check_preconditions(current: dict, options: dict, resource) -> None:
                                   f"meta: {meta.get('resourceVersion')}")
 
 
+# Kinds whose DELETE answers with the object itself once it is gone, as in
+# Kubernetes (its ReturnDeletedObject). The others answer a Status naming
+# what went; an object that is only marked for deletion is sent back as is.
+_RETURNS_DELETED_OBJECT = ("Pod", "Service")
+
+
 def delete(info):
     options = _delete_options()
     if _dry_run():
         return respond(_existing(info))
-    obj, _ = delete_object(server(), info.resource, info.namespace, info.name, options)
+    obj, gone = delete_object(server(), info.resource, info.namespace, info.name, options)
+    if gone and info.resource.kind not in _RETURNS_DELETED_OBJECT:
+        details = {"name": info.name, "kind": info.resource.plural, "uid": obj["metadata"].get("uid", "")}
+        if info.resource.group:
+            details["group"] = info.resource.group
+        return respond({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                        "details": details}, 200)
     return respond(obj, 200)
 
 

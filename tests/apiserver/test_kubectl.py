@@ -298,6 +298,29 @@ def test_apply_server_side_and_a_conflict(k, api, namespace):
     assert {"kubectl", "intruder"} <= managers
 
 
+def test_moving_from_client_side_to_server_side_apply(k, api, namespace):
+    """kubectl hands the client-side applier's fields to the server-side one
+    (a managedFields rewrite it sends as a JSON patch) before applying."""
+    path = k.manifest(web_deployment(2))
+    k("apply", "-f", path)
+    assert k("apply", "--server-side", "-f", path).strip() == "deployment.apps/web serverside-applied"
+    live = api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()
+    managers = {m["manager"]: m for m in live["metadata"]["managedFields"]}
+    assert managers["kubectl"]["operation"] == "Apply"
+    assert "f:replicas" in managers["kubectl"]["fieldsV1"]["f:spec"]
+    assert "kubectl-client-side-apply" not in managers
+
+
+def test_server_dry_run_stores_nothing(k, api, namespace):
+    path = k.manifest(web_deployment(2))
+    assert k("apply", "--dry-run=server", "-f", path).strip() == "deployment.apps/web created (server dry run)"
+    assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").status_code == 404
+    k("apply", "-f", path)
+    k.manifest(web_deployment(7))
+    assert k("apply", "--dry-run=server", "-f", path).strip() == "deployment.apps/web configured (server dry run)"
+    assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/web").json()["spec"]["replicas"] == 2
+
+
 def test_a_typo_is_rejected_by_strict_decoding(k, api, namespace):
     manifest = pod("typo")
     manifest["spec"]["containers"][0]["imagePullPolcy"] = "Always"

@@ -94,7 +94,8 @@ def test_a_deployment_and_its_scale(apps, namespace):
     patched = apps.patch_namespaced_deployment("web", namespace, {"metadata": {"labels": {"team": "a"}}})
     assert patched.metadata.labels == {"team": "a"} and patched.metadata.generation == 2   # the scale bumped it, a label does not
 
-    apps.delete_namespaced_deployment("web", namespace)
+    deleted = apps.delete_namespaced_deployment("web", namespace)
+    assert deleted["status"] == "Success" and deleted["details"]["uid"] == created.metadata.uid
     assert apps.list_namespaced_deployment(namespace).items == []
 
 

@@ -308,3 +308,20 @@ def test_discovery_with_a_trailing_slash(api, path):
     response = api.get(path)
     assert response.status_code == 200, response.text
     assert response.json() == api.get(path.rstrip("/")).json()
+
+
+def test_delete_answers_as_kubernetes_does(api, namespace):
+    """A pod or service that is gone comes back as the object; other kinds
+    answer a Status naming what went (the Python client types them so);
+    something only marked for deletion comes back as the object."""
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    api.post(pods, pod("web"))
+    assert api.delete(f"{pods}/web").json()["kind"] == "Pod"
+    deployments = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    uid = api.post(deployments, deployment("web")).json()["metadata"]["uid"]
+    status = api.delete(f"{deployments}/web").json()
+    assert status["kind"] == "Status" and status["status"] == "Success"
+    assert status["details"] == {"name": "web", "group": "apps", "kind": "deployments", "uid": uid}
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(configmaps, {"metadata": {"name": "held", "finalizers": ["example.com/keep"]}})
+    assert api.delete(f"{configmaps}/held").json()["metadata"]["deletionTimestamp"]
