@@ -33,7 +33,9 @@ def admit(server, obj: dict, old: dict | None, info, operation: str) -> None:
                 403, "Forbidden", f'{info.resource} "{obj["metadata"].get("name", "")}" is forbidden: unable '
                 f'to create new content in namespace {info.namespace} because it is being terminated')
     if operation == "CREATE" and info.resource is NAMESPACES:
-        obj.setdefault("spec", {})["finalizers"] = [NAMESPACE_FINALIZER]
+        if not isinstance(obj.get("spec"), dict):
+            obj["spec"] = {}          # a non-object spec carries nothing a Namespace could use
+        obj["spec"]["finalizers"] = [NAMESPACE_FINALIZER]
 
 
 def admit_delete(server, obj: dict, resource) -> None:

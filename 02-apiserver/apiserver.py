@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`
 from werkzeug.serving import WSGIRequestHandler, make_server  # noqa: E402
 
 from app import DEFAULTS, create_app  # noqa: E402
+from file_store import StoreError  # noqa: E402
 from common.log import get_logger  # noqa: E402
 
 log = get_logger("apiserver")
@@ -70,9 +71,13 @@ def main(argv=None) -> int:
     if not ipaddress.ip_address(args.insecure_bind_address).is_loopback:
         log.info("WARNING: the insecure port has no authentication: anyone who can reach "
                  f"{args.insecure_bind_address}:{args.port} can read and change everything")
-    app = create_app({"DATA_DIR": args.data_dir, "WATCH_CACHE_SIZE": args.watch_cache_size,
-                      "MAX_WATCHES": args.max_watches, "MAX_BODY_BYTES": args.max_request_bytes,
-                      "BOOKMARK_SECONDS": args.watch_bookmark_seconds})
+    try:
+        app = create_app({"DATA_DIR": args.data_dir, "WATCH_CACHE_SIZE": args.watch_cache_size,
+                          "MAX_WATCHES": args.max_watches, "MAX_BODY_BYTES": args.max_request_bytes,
+                          "BOOKMARK_SECONDS": args.watch_bookmark_seconds})
+    except StoreError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.log_requests else logging.WARNING)
     try:
         server = make_server(args.insecure_bind_address, args.port, app, threaded=True,

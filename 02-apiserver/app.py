@@ -6,7 +6,6 @@ a fresh one over a temporary data directory, and the command line
 """
 from __future__ import annotations
 
-import os
 import traceback
 from dataclasses import dataclass, field
 
@@ -54,7 +53,6 @@ def create_app(config: dict | None = None) -> Flask:
     if not app.config["DATA_DIR"]:
         raise ValueError("DATA_DIR is required: the directory that holds the objects")
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
-    os.makedirs(app.config["DATA_DIR"], exist_ok=True)
 
     store = FileStore(app.config["DATA_DIR"], app.config["WATCH_CACHE_SIZE"])
     app.extensions["apiserver"] = APIServer(

@@ -18,10 +18,12 @@ reason).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
 import threading
+import uuid
 from pathlib import Path
 
 import api_errors
@@ -41,6 +43,14 @@ def _check_path_part(what: str, value: str) -> None:
         raise api_errors.bad_request(f"invalid {what} {value!r}: must be a lowercase RFC 1123 name")
 
 
+def _file_name(name: str) -> str:
+    """`web.json`; a name too long for the file system (over 250 bytes, file
+    names stop at 255) keeps its start and gets a hash of the whole."""
+    if len(name) <= 250:
+        return name + ".json"
+    return f"{name[:200]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}.json"
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -53,7 +63,7 @@ def _fsync_dir(path: Path) -> None:
 def write_file_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so that a crash leaves the old or the new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
+    temporary = path.with_name(f".tmp-{uuid.uuid4().hex}")   # short: names may be 253 characters
     with open(temporary, "wb") as f:
         f.write(data)
         f.flush()
@@ -63,11 +73,22 @@ def write_file_atomically(path: Path, data: bytes) -> None:
 # [END atomic-write]
 
 
+class StoreError(Exception):
+    """The data directory cannot be used; the message says why and what to do."""
+
+
 class FileStore:
     def __init__(self, data_dir: str | os.PathLike, watch_cache_size: int = 10_000):
         self.root = Path(data_dir)
         self.registry_dir = self.root / "registry"
-        self.registry_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.registry_dir.mkdir(parents=True, exist_ok=True)
+            probe = self.root / f".tmp-{uuid.uuid4().hex}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as error:
+            raise StoreError(f"cannot use {self.root} as the data directory: {error.strerror} "
+                             f"({error.filename}); it must be a writable directory") from None
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}
         self._rv = 0
@@ -80,13 +101,17 @@ class FileStore:
     def _load(self) -> None:
         rv_file = self.root / "resource-version"
         if rv_file.exists():
-            self._rv = int(rv_file.read_text().strip() or 0)
+            try:
+                self._rv = int(rv_file.read_text().strip() or 0)
+            except (ValueError, OSError) as error:
+                raise StoreError(f"{rv_file} should hold one number, the reserved resourceVersion ceiling: "
+                                 f"{error}. Restore it, or remove it to start from the objects' versions") from None
         loaded = 0
         for path in sorted(self.registry_dir.rglob("*")):
-            if path.name.startswith(".") and ".tmp" in path.name:
+            if path.name.startswith(".tmp-"):
                 path.unlink()             # a write that was cut off: its old file is intact
                 continue
-            if not path.is_file() or path.suffix != ".json":
+            if not path.is_file() or path.suffix != ".json" or len(path.relative_to(self.registry_dir).parts) < 3:
                 continue
             obj = self._read_object(path)
             if obj is None:
@@ -106,9 +131,10 @@ class FileStore:
         try:
             obj = json.loads(path.read_bytes())
             int(obj["metadata"]["resourceVersion"])
-            obj["metadata"]["name"]
+            if not isinstance(obj["metadata"]["name"], str):
+                raise TypeError("metadata.name is not a string")
             return obj
-        except (ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError, RecursionError) as error:
             # Atomic writes make this impossible unless someone edited the
             # file by hand; keep it aside rather than serve or lose it.
             aside = path.with_name(path.name + ".corrupt")
@@ -149,7 +175,7 @@ class FileStore:
         if resource.namespaced:
             _check_path_part("namespace", namespace)
             parts.append(namespace)
-        return self.registry_dir.joinpath(*parts, name + ".json")
+        return self.registry_dir.joinpath(*parts, _file_name(name))
 
     def _next_rv(self) -> int:
         self._rv += 1

@@ -39,9 +39,13 @@ def prepare_for_create(obj: dict, resource) -> None:
 
 
 def initial_status(resource, obj: dict) -> dict:
-    """A new object's status is the server's to set, whatever the client sent."""
+    """A new object's status is the server's to set, whatever the client sent,
+    except a Node's: a kubelet registers its node with capacity and addresses."""
+    if resource.kind == "Node":
+        return obj.get("status") if isinstance(obj.get("status"), dict) else {}
     if resource.kind == "Pod":
-        return {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
+        spec = obj.get("spec")
+        return {"phase": "Pending", "qosClass": qos_class(spec if isinstance(spec, dict) else {})}
     if resource.kind == "Namespace":
         return {"phase": "Active"}
     return {}
@@ -49,10 +53,17 @@ def initial_status(resource, obj: dict) -> dict:
 
 def qos_class(spec: dict) -> str:
     """Guaranteed, Burstable or BestEffort, from the containers' resources."""
-    containers = [c for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+    # Runs before validation, so it must survive any shape: what is not a
+    # list or a map counts as empty here, and validation reports it.
+    def as_list(value):
+        return value if isinstance(value, list) else []
+
+    def as_map(value):
+        return value if isinstance(value, dict) else {}
+    containers = [c for c in as_list(spec.get("containers")) + as_list(spec.get("initContainers"))
                   if isinstance(c, dict)]
-    requests = [(c.get("resources") or {}).get("requests") or {} for c in containers]
-    limits = [(c.get("resources") or {}).get("limits") or {} for c in containers]
+    requests = [as_map(as_map(c.get("resources")).get("requests")) for c in containers]
+    limits = [as_map(as_map(c.get("resources")).get("limits")) for c in containers]
     if not any(requests) and not any(limits):
         return "BestEffort"
     guaranteed = all(
@@ -80,6 +91,12 @@ def prepare_for_update(new: dict, old: dict, resource, subresource: str = "") ->
         if meta.get("resourceVersion"):
             updated["metadata"]["resourceVersion"] = meta["resourceVersion"]
         return updated
+    if resource.kind == "Namespace":
+        # What must happen before a namespace goes is the server's business
+        # (Kubernetes changes it only through /finalize).
+        spec = new["spec"] if isinstance(new.get("spec"), dict) else {}
+        spec["finalizers"] = (old.get("spec") or {}).get("finalizers", [])
+        new["spec"] = spec
     if "status" in resource.subresources:
         if "status" in old:
             new["status"] = old["status"]     # status is written through /status only

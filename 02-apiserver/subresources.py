@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import copy
 import json
 
 import requests
@@ -19,6 +20,7 @@ import objects
 import patches
 import registry
 import rest
+from common import field_errors
 from common.selectors import selector_from_label_selector
 
 NODES = registry.for_kind("", "Node")
@@ -49,9 +51,16 @@ def get_scale(info):
 def _change_scale(info, new_scale_of):
     def change(current: dict) -> dict:
         scale = new_scale_of(_to_scale(current))
+        name = (scale.get("metadata") or {}).get("name", info.name)
+        if name != info.name:
+            raise api_errors.bad_request(f"the name of the Scale ({name}) does not match the name on the URL ({info.name})")
         replicas = (scale.get("spec") or {}).get("replicas")
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise api_errors.invalid(info.resource, "Scale", info.name, [_replicas_error(replicas)])
+        if not isinstance(replicas, int) or isinstance(replicas, bool):
+            raise api_errors.invalid(info.resource, "Scale", info.name,
+                                     [field_errors.invalid("spec.replicas", replicas, "must be an integer")])
+        if replicas < 0:
+            raise api_errors.invalid(info.resource, "Scale", info.name, [field_errors.invalid(
+                "spec.replicas", replicas, "must be greater than or equal to 0")])
         current["spec"]["replicas"] = replicas
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv:
@@ -63,13 +72,13 @@ def _change_scale(info, new_scale_of):
     return response
 
 
-def _replicas_error(value):
-    from common.field_errors import invalid
-    return invalid("spec.replicas", value, "must be greater than or equal to 0")
-
-
 def update_scale(info):
-    sent = decode.decode_object(request.get_data(), request.content_type, info.resource)
+    """PUT a Scale: what client-go's scale client and autoscalers send."""
+    body = request.get_data()
+    if decode.media_type(request.content_type) not in decode.JSON_TYPES + ("",):
+        raise api_errors.unsupported_media_type(request.content_type, decode.JSON_TYPES)
+    sent = decode.parse_body(body, request.content_type or "application/json")
+    decode.check_kind(sent, info.resource, kind="Scale", api_version="autoscaling/v1")
     return _change_scale(info, lambda scale: sent)
 
 
@@ -89,11 +98,20 @@ def create_binding(info):
     target = (binding or {}).get("target") if isinstance(binding, dict) else None
     node = target.get("name") if isinstance(target, dict) else None
     if not isinstance(node, str) or not node:
-        raise api_errors.invalid(info.resource, "Binding", info.name, [_required("target.name")])
+        raise api_errors.invalid(info.resource, "Binding", info.name, [field_errors.required("target.name")])
+    meta = binding.get("metadata") if isinstance(binding.get("metadata"), dict) else {}
+    if meta.get("name", info.name) != info.name:
+        raise api_errors.bad_request(f"the name of the Binding ({meta['name']}) does not match the pod on the URL ({info.name})")
+    if target.get("kind", "Node") != "Node":
+        raise api_errors.invalid(info.resource, "Binding", info.name, [field_errors.not_supported(
+            "target.kind", target.get("kind"), ["Node"])])
 
     def bind(pod: dict) -> dict:
         if pod["metadata"].get("deletionTimestamp"):
             raise api_errors.conflict(info.resource, info.name, "pod is being deleted, cannot be assigned to a host")
+        if meta.get("uid") and meta["uid"] != pod["metadata"]["uid"]:
+            raise api_errors.conflict(info.resource, info.name, f"Precondition failed: UID in precondition: "
+                                      f"{meta['uid']}, UID in object meta: {pod['metadata']['uid']}")
         assigned = pod["spec"].get("nodeName")
         if assigned:
             raise api_errors.conflict(info.resource, info.name, f'pod {info.name} is already assigned to node "{assigned}"')
@@ -102,14 +120,12 @@ def create_binding(info):
         pod["status"]["conditions"] = conditions + [
             {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": objects.now()}]
         return pod
-    rest.server().store.update(info.resource, info.namespace, info.name, bind)
+    if rest._dry_run():
+        bind(copy.deepcopy(rest._existing(info)))      # every check, no write
+    else:
+        rest.server().store.update(info.resource, info.namespace, info.name, bind)
     return rest.respond({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 # [END binding]
-
-
-def _required(path):
-    from common.field_errors import required
-    return required(path)
 
 
 # ----- log -----

@@ -114,3 +114,58 @@ def test_bad_patches(api, namespace, content_type, body, code):
     response = api.patch(f"{path}/p", body, content_type=content_type)
     assert response.status_code == code, response.text
     assert response.json()["kind"] == "Status"
+
+
+@pytest.mark.parametrize("spec", [
+    {"containers": {"name": "c", "image": "x"}},
+    {"containers": [{"name": "c", "image": "x", "resources": "lots"}]},
+    {"containers": [{"name": "c", "image": "x", "resources": {"limits": [1]}}]},
+    "not-a-spec",
+])
+def test_wrong_types_before_validation_are_422_not_500(api, namespace, spec):
+    response = api.post(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": "wrong"}, "spec": spec})
+    assert response.status_code == 422, response.text
+
+
+def test_a_namespace_with_a_non_object_spec_is_not_a_500(api):
+    response = api.post("/api/v1/namespaces", {"metadata": {"name": "odd-spec"}, "spec": []})
+    assert response.status_code in (201, 422), response.text
+
+
+def test_a_namespace_keeps_its_finalizers_against_updates(api):
+    api.post("/api/v1/namespaces", {"metadata": {"name": "keep-fin"}})
+    patched = api.patch("/api/v1/namespaces/keep-fin", {"spec": {"finalizers": []}})
+    assert patched.status_code == 200 and patched.json()["spec"]["finalizers"] == ["kubernetes"]
+
+
+def test_a_node_keeps_the_status_it_registers_with(api):
+    node = {"metadata": {"name": "status-node"},
+            "status": {"capacity": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                       "addresses": [{"type": "InternalIP", "address": "10.213.0.9"}]}}
+    created = api.post("/api/v1/nodes", node).json()
+    assert created["status"]["capacity"] == {"cpu": "2", "memory": "4Gi", "pods": "110"}
+    assert created["status"]["allocatable"] == created["status"]["capacity"]   # defaulted
+
+
+def test_put_scale_takes_a_scale_object(api, namespace):
+    from apiserver_harness import deployment
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    api.post(path, deployment("sc"))
+    scale = {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "sc"}, "spec": {"replicas": 3}}
+    response = api.put(f"{path}/sc/scale", scale)
+    assert response.status_code == 200, response.text
+    assert response.json()["spec"]["replicas"] == 3
+    wrong = api.put(f"{path}/sc/scale", dict(scale, spec={"replicas": "3"}))
+    assert wrong.status_code == 422 and "must be an integer" in wrong.json()["message"]
+    other = api.put(f"{path}/sc/scale", dict(scale, metadata={"name": "other"}))
+    assert other.status_code == 400
+
+
+def test_binding_checks_its_request(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    api.post(path, pod("b"))
+    dry = api.post(f"{path}/b/binding?dryRun=All", {"target": {"kind": "Node", "name": "n1"}})
+    assert dry.status_code == 201 and "nodeName" not in api.get(f"{path}/b").json()["spec"]
+    assert api.post(f"{path}/b/binding", {"metadata": {"name": "x"}, "target": {"name": "n1"}}).status_code == 400
+    assert api.post(f"{path}/b/binding", {"metadata": {"uid": "nope"}, "target": {"name": "n1"}}).status_code == 409
+    assert api.post(f"{path}/b/binding", {"target": {"kind": "Pod", "name": "n1"}}).status_code == 422

@@ -91,10 +91,38 @@ def test_a_cut_off_write_leaves_the_old_file(tmp_path):
     store = FileStore(tmp_path / "data")
     store.create(PODS, pod("web"))
     directory = tmp_path / "data" / "registry" / "core" / "pods" / "default"
-    (directory / ".web.json.tmp").write_text('{"half": ')   # killed between write and rename
+    (directory / ".tmp-0123abcd").write_text('{"half": ')   # killed between write and rename
     again = FileStore(tmp_path / "data")
     assert again.get(PODS, "default", "web")["metadata"]["name"] == "web"
-    assert not (directory / ".web.json.tmp").exists()
+    assert not (directory / ".tmp-0123abcd").exists()
+
+
+def test_the_longest_names_fit_the_file_system(store):
+    for name in ("a" * 253, "b" * 246, "a" * 252 + "b"):
+        store.create(PODS, pod(name))
+        assert store.get(PODS, "default", name)["metadata"]["name"] == name
+    assert store.get(PODS, "default", "a" * 253) is not store.get(PODS, "default", "a" * 252 + "b")
+
+
+@pytest.mark.parametrize("setup,words", [
+    (lambda d: d.write_text("a file"), "must be a writable directory"),
+    (lambda d: (d.mkdir(), (d / "registry").write_text("x")), "must be a writable directory"),
+    (lambda d: (d.mkdir(), (d / "resource-version").write_text("garbage")), "should hold one number"),
+])
+def test_an_unusable_data_directory_is_a_clear_error(tmp_path, setup, words):
+    from file_store import StoreError
+    setup(tmp_path / "data")
+    with pytest.raises(StoreError, match=words):
+        FileStore(tmp_path / "data")
+
+
+def test_a_deeply_nested_file_is_set_aside(tmp_path):
+    store = FileStore(tmp_path / "data")
+    store.create(PODS, pod("web"))
+    path = tmp_path / "data" / "registry" / "core" / "pods" / "default" / "web.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert FileStore(tmp_path / "data").get(PODS, "default", "web") is None
+    assert path.with_name("web.json.corrupt").exists()
 
 
 def test_a_hand_broken_file_is_set_aside_not_served(tmp_path):
