@@ -152,7 +152,7 @@ _ManifestLoader.yaml_implicit_resolvers = {
 
 def _load_yaml(text: str, what: str):
     try:
-        return _json_keys(yaml.load(text, Loader=_ManifestLoader))
+        return _json_values(_json_keys(yaml.load(text, Loader=_ManifestLoader)), what)
     except yaml.YAMLError as error:
         raise api_errors.bad_request(f"the {what} is neither valid JSON nor valid YAML: {error}")
 
@@ -164,6 +164,21 @@ def _json_keys(value):
                 else k: _json_keys(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_json_keys(v) for v in value]
+    return value
+
+
+def _json_values(value, what: str):
+    """Refuse what JSON cannot hold (`!!binary`, `!!set`, `!!timestamp`):
+    Kubernetes turns YAML into JSON first, and these have no JSON form."""
+    if isinstance(value, dict):
+        for item in value.values():
+            _json_values(item, what)
+    elif isinstance(value, list):
+        for item in value:
+            _json_values(item, what)
+    elif value is not None and not isinstance(value, (str, int, float, bool)):
+        raise api_errors.bad_request(f"the {what} holds a YAML value JSON cannot hold "
+                                     f"({type(value).__name__}); use plain strings, numbers, lists and maps")
     return value
 
 

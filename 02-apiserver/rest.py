@@ -44,8 +44,16 @@ def server():
 def respond(obj, code: int = 200, warnings: list[str] = ()) -> Response:
     response = Response(json.dumps(obj, separators=(",", ":")), code, mimetype="application/json")
     for text in warnings:
-        response.headers.add("Warning", f'299 - "{text}"')
+        response.headers.add("Warning", warning_header(text))
     return response
+
+
+def warning_header(text: str) -> str:
+    """`299 - "text"` as RFC 7234 and client-go want it: quotes and
+    backslashes escaped, and one line of plain ASCII (a field name may hold
+    anything, and a header must never fail after the object is stored)."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return '299 - "' + "".join(c if " " <= c <= "~" else f"\\u{ord(c):04x}" for c in text) + '"'
 
 
 # [START request-path]
@@ -194,7 +202,14 @@ def update(info):
                                      f"the name on the URL ({info.name})")
     sent["metadata"]["name"] = info.name
     _set_namespace(sent, info)
-    return _store_update(info, lambda current: sent, warnings)
+
+    def replace(current: dict) -> dict:
+        uid = sent["metadata"].get("uid")
+        if uid and uid != current["metadata"]["uid"]:        # a different object of the same name
+            raise api_errors.conflict(info.resource, info.name, f"Precondition failed: UID in precondition: "
+                                      f"{uid}, UID in object meta: {current['metadata']['uid']}")
+        return sent
+    return _store_update(info, replace, warnings)
 
 
 def patch(info):
@@ -202,6 +217,10 @@ def patch(info):
     content_type = decode.media_type(request.content_type)
     manager = request.args.get("fieldManager", "")
     force = request.args.get("force") in ("true", "1")
+    if content_type == "application/apply-patch+yaml" and info.subresource:
+        # Our apply tracks spec and metadata only; say so rather than do nothing.
+        raise api_errors.bad_request(f"server-side apply to {info.resource}/{info.subresource} is not supported "
+                                     "by this server: send a merge or strategic merge patch instead")
     current = server().store.get(info.resource, info.namespace, info.name)
     if current is None and content_type == "application/apply-patch+yaml" and not info.subresource:
         return _apply_create(info, body, manager, force)
@@ -215,7 +234,7 @@ def patch(info):
         decode.check_kind(new, info.resource)
         if new["metadata"].get("name") != info.name:
             raise api_errors.bad_request("a patch may not change metadata.name")
-        warnings.extend(decode.apply_field_validation(new, b"", info.resource,
+        warnings.extend(decode.apply_field_validation(new, body, info.resource,
                                                       request.args.get("fieldValidation")))
         return new
     return _store_update(info, patched, warnings)
@@ -229,7 +248,7 @@ def _apply_create(info, body: bytes, manager: str, force: bool):
                               info.resource.version, info.resource.kind, manager, force)
     decode.check_kind(obj, info.resource)
     obj["metadata"]["name"] = info.name
-    warnings = decode.apply_field_validation(obj, b"", info.resource, request.args.get("fieldValidation"))
+    warnings = decode.apply_field_validation(obj, body, info.resource, request.args.get("fieldValidation"))
     _set_namespace(obj, info)
     objects.prepare_for_create(obj, info.resource)
     obj = apply_defaults(info.resource.group, info.resource.kind, obj)
@@ -271,10 +290,28 @@ class _DryRunResult(Exception):
 def _delete_options() -> dict:
     body = request.get_data()
     if not body.strip():
-        return {}
+        return _checked_delete_options({})
     options = decode.parse_body(body, request.content_type or "application/json")
     if not isinstance(options, dict):
         raise api_errors.bad_request("the DELETE body must be a DeleteOptions object")
+    return _checked_delete_options(options)
+
+
+def _checked_delete_options(options: dict) -> dict:
+    """DeleteOptions from the body, and gracePeriodSeconds also from the query."""
+    if "gracePeriodSeconds" in request.args:
+        options["gracePeriodSeconds"] = decode.query_int(request.args, "gracePeriodSeconds")
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or not 0 <= grace < 2**31):
+        raise api_errors.bad_request(f"gracePeriodSeconds must be a whole number of seconds, not {grace!r}")
+    policy = options.get("propagationPolicy")
+    if policy is not None and policy not in ("Foreground", "Background", "Orphan"):
+        raise api_errors.bad_request(f'propagationPolicy: Unsupported value: {policy!r}: supported values: '
+                                     '"Foreground", "Background", "Orphan"')
+    preconditions = options.get("preconditions")
+    if preconditions is not None and (not isinstance(preconditions, dict) or not all(
+            isinstance(preconditions.get(k, ""), str) for k in ("uid", "resourceVersion"))):
+        raise api_errors.bad_request('preconditions must be an object like {"uid": "...", "resourceVersion": "..."}')
     return options
 
 
@@ -364,8 +401,12 @@ def delete_collection(info):
     labels, fields = _selectors(info)
     items, rv = server().store.list(info.resource, info.namespace or None)
     deleted = []
+    dry_run = _dry_run()
     for obj in items:
         if labels.matches(obj["metadata"].get("labels")) and fields.matches(obj):
+            if dry_run:
+                deleted.append(obj)       # what would go; nothing does
+                continue
             try:
                 deleted.append(delete_object(server(), info.resource, obj["metadata"].get("namespace", ""),
                                              obj["metadata"]["name"], options)[0])

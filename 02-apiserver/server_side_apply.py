@@ -125,7 +125,9 @@ def _collect_map(value: dict, schema: dict, path: Path, out: set[Path]) -> None:
 
 
 def _collect(value, schema: dict, path: Path, out: set[Path]) -> None:
-    if isinstance(value, dict) and value:
+    if isinstance(value, dict):
+        # A map is never owned whole, not even an empty one: owning
+        # `labels: {}` would let the next apply delete everyone's labels.
         _collect_map(value, schema, path, out)
     elif isinstance(value, list) and value and _list_keys(schema) is not None:
         keys = _list_keys(schema)
@@ -138,7 +140,7 @@ def _collect(value, schema: dict, path: Path, out: set[Path]) -> None:
             else:
                 out.add(path + ("v:" + _compact(item),))
     else:
-        out.add(path)  # a scalar, an empty map, or an atomic list: owned whole
+        out.add(path)  # a scalar or an atomic list: owned whole
 
 
 def _list_keys(schema: dict) -> list[str] | None:

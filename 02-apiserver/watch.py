@@ -64,7 +64,7 @@ def _client_gone(sock) -> bool:
 def stream(server, info, labels, fields, as_table: bool, include_object: str) -> Response:
     args = request.args
     timeout = decode.query_int(args, "timeoutSeconds", None)
-    if timeout is None:
+    if not timeout:                          # absent or 0: the server's default
         # Kubernetes ends watches after a random 30-60 minutes, so that
         # clients spread out their reconnects; so do we.
         timeout = int(server.max_watch_seconds * (1 + random.random()))
@@ -74,8 +74,17 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
     if start_rv not in ("", "0"):
         try:
             start_rv = int(start_rv)
-        except ValueError:
-            raise api_errors.bad_request(f"resourceVersion must be a number, not {start_rv!r}") from None
+            assert start_rv > 0
+        except (ValueError, AssertionError):
+            raise api_errors.bad_request(f"resourceVersion must be a positive number, not {start_rv!r}") from None
+        if start_rv > server.store.resource_version:
+            # A version from the future (another server's?): waiting for it
+            # could miss everything before it, so refuse, as Kubernetes does.
+            raise api_errors.APIError(504, "Timeout", f"Too large resource version: {start_rv}, "
+                                      f"current: {server.store.resource_version}",
+                                      {"causes": [{"reason": "ResourceVersionTooLarge",
+                                                   "message": "Too large resource version"}],
+                                       "retryAfterSeconds": 1})
     resource, namespace = info.resource, info.namespace
     store = server.store
     server.watches.acquire()

@@ -169,3 +169,63 @@ def test_binding_checks_its_request(api, namespace):
     assert api.post(f"{path}/b/binding", {"metadata": {"name": "x"}, "target": {"name": "n1"}}).status_code == 400
     assert api.post(f"{path}/b/binding", {"metadata": {"uid": "nope"}, "target": {"name": "n1"}}).status_code == 409
     assert api.post(f"{path}/b/binding", {"target": {"kind": "Pod", "name": "n1"}}).status_code == 422
+
+
+def test_warning_headers_survive_any_field_name(api, namespace):
+    body = pod("warned")
+    body["spec"]["☃"] = 1
+    body["spec"]['quo"te'] = 2
+    response = api.post(f"/api/v1/namespaces/{namespace}/pods?fieldValidation=Warn", body, timeout=10)
+    assert response.status_code == 201, response.text
+    warnings = response.headers["Warning"]
+    assert '299 - "unknown field \\"spec.\\u2603\\""' in warnings
+    assert '299 - "unknown field \\"spec.quo\\"te\\""' in warnings
+
+
+def test_delete_collection_honours_dry_run(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "stay"}})
+    response = api.delete(path + "?dryRun=All")
+    assert response.status_code == 200 and [o["metadata"]["name"] for o in response.json()["items"]] == ["stay"]
+    assert api.get(f"{path}/stay").status_code == 200
+
+
+@pytest.mark.parametrize("options", [
+    {"preconditions": "x"}, {"preconditions": [1]}, {"gracePeriodSeconds": "x"},
+    {"gracePeriodSeconds": -1}, {"gracePeriodSeconds": 2**70}, {"propagationPolicy": "Garbage"},
+])
+def test_bad_delete_options_are_400(api, namespace, options):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "opt"}})
+    response = api.delete(f"{path}/opt", options)
+    assert response.status_code == 400, response.text
+    assert api.get(f"{path}/opt").status_code == 200
+
+
+def test_put_with_another_objects_uid_is_a_conflict(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    current = api.post(path, {"metadata": {"name": "u"}}).json()
+    current["metadata"]["uid"] = "someone-elses"
+    response = api.put(f"{path}/u", current)
+    assert response.status_code == 409 and "Precondition failed: UID" in response.json()["message"]
+
+
+def test_strict_patches_refuse_duplicate_fields(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "d"}})
+    response = api.patch(f"{path}/d?fieldValidation=Strict", b'{"data": {"a": "1", "a": "2"}}')
+    assert response.status_code == 400 and 'duplicate field "data.a"' in response.json()["message"]
+
+
+def test_server_side_apply_to_status_says_it_is_not_supported(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    api.post(path, pod("st"))
+    response = api.patch(f"{path}/st/status?fieldManager=me", b'{"apiVersion": "v1", "kind": "Pod", "status": {}}',
+                         content_type="application/apply-patch+yaml")
+    assert response.status_code == 400 and "not supported" in response.json()["message"]
+
+
+@pytest.mark.parametrize("version,code", [("-5", 400), ("999999999", 504)])
+def test_watch_versions_that_cannot_be_served(api, version, code):
+    response = api.get(f"/api/v1/pods?watch=true&resourceVersion={version}")
+    assert response.status_code == code, response.text
