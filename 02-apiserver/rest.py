@@ -182,7 +182,11 @@ def create(info):
     if info.resource.namespaced and not info.namespace:
         raise api_errors.method_not_allowed(f"create {info.resource} in a namespace: .../namespaces/NAMESPACE/{info.resource.plural}")
     body = request.get_data()
-    obj = decode.decode_object(body, request.content_type, info.resource)
+    return _store_create(info, decode.decode_object(body, request.content_type, info.resource), body)
+
+
+def _store_create(info, obj: dict, body: bytes):
+    """Every create, from a POST or a first server-side apply, ends here."""
     warnings = decode.apply_field_validation(obj, body, info.resource, request.args.get("fieldValidation"))
     _set_namespace(obj, info)
     objects.prepare_for_create(obj, info.resource)
@@ -248,14 +252,7 @@ def _apply_create(info, body: bytes, manager: str, force: bool):
                               info.resource.version, info.resource.kind, manager, force)
     decode.check_kind(obj, info.resource)
     obj["metadata"]["name"] = info.name
-    warnings = decode.apply_field_validation(obj, body, info.resource, request.args.get("fieldValidation"))
-    _set_namespace(obj, info)
-    objects.prepare_for_create(obj, info.resource)
-    obj = apply_defaults(info.resource.group, info.resource.kind, obj)
-    _admit_validate(obj, None, info, "CREATE")
-    if _dry_run():
-        return respond(obj, 201, warnings)
-    return respond(server().store.create(info.resource, obj), 201, warnings)
+    return _store_create(info, obj, body)
 
 
 def _store_update(info, change, warnings: list[str], subresource: str = ""):
