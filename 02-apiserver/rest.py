@@ -298,6 +298,8 @@ def _checked_delete_options(options: dict) -> dict:
     """DeleteOptions from the body, and gracePeriodSeconds also from the query."""
     if "gracePeriodSeconds" in request.args:
         options["gracePeriodSeconds"] = decode.query_int(request.args, "gracePeriodSeconds")
+    if "propagationPolicy" in request.args:
+        options["propagationPolicy"] = request.args["propagationPolicy"]
     grace = options.get("gracePeriodSeconds")
     if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or not 0 <= grace < 2**31):
         raise api_errors.bad_request(f"gracePeriodSeconds must be a whole number of seconds, not {grace!r}")
