@@ -154,16 +154,38 @@ def apply_defaults(group: str, kind: str, obj) -> dict:
     """A deep copy of obj with the defaults Kubernetes fills in for its kind.
 
     Idempotent: defaulting a defaulted object changes nothing. Unknown kinds
-    come back copied and unchanged. metadata.namespace is left to the caller
-    (the API server takes it from the URL).
+    get only the null-label rule below. metadata.namespace is left to the
+    caller (the API server takes it from the URL).
     """
     result = _copy(obj)
     if isinstance(result, dict):
+        _null_label_values_to_empty(result)
         defaulter = _DEFAULTERS.get((group, kind))
         if defaulter is not None:
             defaulter(result)
     return result
 # [END apply-defaults]
+
+
+def _null_label_values_to_empty(obj: dict) -> None:
+    """`labels: {tier: null}` is stored as `tier: ""`, in every kind.
+
+    Kubernetes decodes labels and annotations into map[string]string, where
+    a JSON null can only become "", so that is what it stores and what
+    selectors then match. Doing the same here (rather than refusing null)
+    keeps a manifest that works against Kubernetes working against us, and
+    spares every reader of labels a None check. The pod template of a
+    workload is metadata too.
+    """
+    spec = _object_at(obj, "spec")
+    template = _object_at(spec, "template") if spec is not None else None
+    for owner in (obj, template):
+        metadata = _object_at(owner, "metadata") if owner is not None else None
+        for field in ("labels", "annotations"):
+            values = _object_at(metadata, field) if metadata is not None else None
+            for k, v in (values or {}).items():
+                if v is None:
+                    values[k] = ""
 
 
 def _default_pod(pod: dict) -> None:

@@ -86,6 +86,32 @@ def key(path: str, k) -> str:
 
 # ---------------------------------------------------------------- printing
 
+@dataclass(frozen=True)
+class GoValue:
+    """A bad value as Go's %#v prints it; FieldError shows str(value).
+
+    Kubernetes prints a bad map or struct with Go's `%#v`, so the message a
+    learner searches for reads `Invalid value: []string{"a"}: ...`.
+    """
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _go_str(value) -> str:
+    """A Go string literal. A value that is not a string (the input may be
+    anything) is shown by format_value first, so a huge int cannot raise."""
+    return format_value(value if isinstance(value, str) else format_value(value))
+
+
+def go_string_slice(value) -> GoValue:
+    if not isinstance(value, list) or not value:
+        return GoValue("[]string(nil)")
+    return GoValue("[]string{" + ", ".join(_go_str(v) for v in value) + "}")
+
+
 def format_value(value) -> str:
     """Print a bad value as Kubernetes does: strings quoted, numbers bare.
 
@@ -100,8 +126,9 @@ def format_value(value) -> str:
     if isinstance(value, int):
         return _int_text(value)
     if isinstance(value, float):
-        text = repr(value)
-        return text[:-2] if text.endswith(".0") else text
+        # 3.0 stays 3.0: integer fields refuse floats, and "Invalid value: 3:
+        # must be an integer" would contradict itself.
+        return repr(value)
     if isinstance(value, str):
         # A hostile megabyte-long name must not make a megabyte-long message.
         return _go_quote(value if len(value) <= 256 else value[:253] + "...")
@@ -111,11 +138,28 @@ def format_value(value) -> str:
     return str(value)  # dates, bytes: what YAML gave us
 
 
+# Longer than any 128-bit number, a number says nothing a reader can check;
+# past 4300 digits Python refuses to print it at all (its ValueError names
+# sys.set_int_max_str_digits, which must not reach an API client). So a
+# longer one is described by its length.
+MAX_INT_DIGITS = 39
+
+
 def _int_text(value: int) -> str:
-    try:
-        return str(value)
-    except ValueError:  # Python will not print ints of over 4300 digits
-        return f"<an integer of {value.bit_length()} bits>"
+    digits = _digit_count(value)
+    if digits > MAX_INT_DIGITS:
+        return f"<an integer of {digits} digits>"
+    return str(value)
+
+
+def _digit_count(value: int) -> int:
+    """Decimal digits of abs(value), without converting it to text."""
+    value = abs(value)
+    if value < 10:
+        return 1
+    # bit_length gives the count to within one; one comparison settles it.
+    digits = int((value.bit_length() - 1) * 0.30102999566398120) + 1
+    return digits + 1 if value >= 10 ** digits else digits
 
 
 def _go_quote(text: str) -> str:

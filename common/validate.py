@@ -22,7 +22,7 @@ from typing import Callable
 
 from common import validation_apps as apps
 from common import validation_core as core
-from common.field_errors import FieldError, child, invalid, required
+from common.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.names import DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, _dns1123_label_format, \
     _dns1123_subdomain_format
 from common.validation import (_type_error, validate_object_meta, validate_pod_spec,
@@ -140,7 +140,8 @@ IMMUTABLE_METADATA = ("name", "namespace", "uid", "creationTimestamp")
 
 
 def validate_metadata_update(new: dict, old: dict) -> list[FieldError]:
-    """The identity of an object: its name, namespace, uid and birth time.
+    """The identity of an object: its name, namespace, uid and birth time;
+    and no new finalizers once it is being deleted.
 
     An unset uid or creationTimestamp in the new object means "unchanged":
     the server copies them from the stored object, as Kubernetes does.
@@ -154,7 +155,20 @@ def validate_metadata_update(new: dict, old: dict) -> list[FieldError]:
             continue
         if (new_value or "") != (old_value or ""):
             errs.append(invalid(child("metadata", field), new_value or "", FIELD_IMMUTABLE))
+    if old_meta.get("deletionTimestamp"):
+        # Deletion waits for the finalizers there were when it began; one
+        # added now could keep the object forever (ValidateNoNewFinalizers).
+        added = sorted(_strings(new_meta.get("finalizers")) - _strings(old_meta.get("finalizers")))
+        if added:
+            errs.append(forbidden(child("metadata", "finalizers"),
+                                  "no new finalizers can be added if the object is being "
+                                  f"deleted, found new finalizers {go_string_slice(added)}"))
     return errs
+
+
+def _strings(value) -> set[str]:
+    """The strings in a list (the rest is reported by validate_object_meta)."""
+    return {v for v in value if isinstance(v, str)} if isinstance(value, list) else set()
 
 
 def served_kinds() -> list[tuple[str, str]]:

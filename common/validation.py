@@ -31,13 +31,12 @@ Unknown fields are not errors: they are kept and ignored.
 from __future__ import annotations
 
 import ipaddress
-import math
 import re
 
 from common.field_errors import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,  # noqa: F401
-                                 REQUIRED, TOO_LONG, FieldError, child, duplicate, forbidden,
-                                 format_value, index, invalid, key, not_found, not_supported,
-                                 required, too_long)
+                                 REQUIRED, TOO_LONG, FieldError, GoValue, child, duplicate,
+                                 forbidden, format_value, go_string_slice, index, invalid, key,
+                                 not_found, not_supported, required, too_long)
 from common.names import (DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, TOTAL_ANNOTATION_SIZE_MAX,  # noqa: F401
                           _dns1123_label_format, _dns1123_subdomain_format, _matches, _regex_error,
                           is_config_map_key, is_dns1123_label, is_dns1123_subdomain, is_env_var_name,
@@ -94,13 +93,15 @@ def _get_bool(errs, value, path):
 
 
 def _as_int(value):
-    """value as an int if it is a whole number (JSON has no int type), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    """value if it is an integer, else None.
+
+    A float is refused even when whole (3.0): Kubernetes decodes JSON into
+    int32/int64 fields, and Go's decoder rejects `3.0` there. Accepting it
+    would also store 3.0, which every reader of the field would then have
+    to cope with. A bool is refused too, although Python counts it as an int.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
     return None
 
 
@@ -200,8 +201,9 @@ def validate_object_meta(meta, namespaced: bool = True, path: str = "metadata",
     Most kinds take a DNS-1123 subdomain as a name; a few (Namespace,
     Service) something stricter, which the caller passes as name_format
     (a check returning the reasons a name is wrong) and name_max.
-    Simplified: uid, resourceVersion, ownerReferences, finalizers and
-    managedFields are only type-checked where at all.
+    ownerReferences, finalizers and managedFields get Kubernetes' rules
+    (ValidateObjectMetaAccessor); uid and resourceVersion are only
+    type-checked.
     """
     errs: list[FieldError] = []
     meta = _get_dict(errs, meta, path)
@@ -233,7 +235,107 @@ def validate_object_meta(meta, namespaced: bool = True, path: str = "metadata",
         _get_str(errs, meta.get(field), child(path, field))
     errs += validate_labels(meta.get("labels"), child(path, "labels"))
     errs += validate_annotations(meta.get("annotations"), child(path, "annotations"))
+    _validate_owner_references(errs, meta.get("ownerReferences"), child(path, "ownerReferences"))
+    validate_finalizers(errs, meta.get("finalizers"), child(path, "finalizers"))
+    _validate_managed_fields(errs, meta.get("managedFields"), child(path, "managedFields"))
     return errs
+
+
+# The garbage collector never deletes these owners' dependents: an Event is
+# itself collected on a timer, so it may not own anything (BannedOwners).
+BANNED_OWNERS = (("", "v1", "Event"),)
+
+
+def _group_version(api_version: str) -> tuple[str, str]:
+    """("apps", "v1") from "apps/v1"; ("", "") when it cannot be read, as
+    schema.ParseGroupVersion's error is ignored by FromAPIVersionAndKind."""
+    parts = api_version.split("/")
+    if api_version == "/" or len(parts) > 2:
+        return "", ""
+    return ("", parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+
+
+def _validate_owner_references(errs, refs, path: str) -> None:
+    """Who owns this object, for the garbage collector: each reference names
+    one object exactly, and at most one owner is the controller.
+
+    Kubernetes reports these at the list's path, without the index
+    (`metadata.ownerReferences.uid`); a wrong JSON type, which Kubernetes
+    reports while decoding, is ours and names the index.
+    """
+    first_controller = ""
+    for _, ref_path, ref in _items(errs, refs, path, "owner references"):
+        fields = {f: _get_str(errs, ref.get(f), child(ref_path, f))
+                  for f in ("apiVersion", "kind", "name", "uid")}
+        typed = {f: v for f, v in fields.items() if v is not None or ref.get(f) is None}
+        group, version = _group_version(typed.get("apiVersion") or "")
+        if "apiVersion" in typed and not version:
+            errs.append(invalid(child(path, "apiVersion"), typed["apiVersion"] or "",
+                                "version must not be empty"))
+        for field in ("kind", "name", "uid"):
+            if field in typed and not typed[field]:
+                errs.append(invalid(child(path, field), "", "must not be empty"))
+        owner_kind = fields["kind"] or ""
+        if (group, version, owner_kind) in BANNED_OWNERS:
+            errs.append(invalid(path, ref, f"{group}/{version}, Kind={owner_kind} "
+                                "is disallowed from being an owner"))
+        for field in ("controller", "blockOwnerDeletion"):
+            _get_bool(errs, ref.get(field), child(ref_path, field))
+        if ref.get("controller") is True:
+            current = f"{owner_kind}/{fields['name'] or ''}"
+            if first_controller:
+                errs.append(invalid(path, refs, "Only one reference can have Controller set "
+                                    f'to true. Found "true" in references for '
+                                    f"{first_controller} and {current}"))
+            else:
+                first_controller = current
+
+
+def validate_finalizers(errs, finalizers, path: str) -> None:
+    """Each finalizer names the controller that must act before the object
+    goes: a qualified name, reported at the list's path as Kubernetes does.
+
+    A name without a "/" other than Kubernetes' own (kubernetes, orphan,
+    foregroundDeletion) only draws a warning in Kubernetes; we have no
+    warnings, so it passes. Duplicates pass too, as in Kubernetes.
+    """
+    names = []
+    for i, name in enumerate(_get_list(errs, finalizers, path, "a list of strings") or ()):
+        # Go decodes a null in a []string as "", which then fails the check.
+        name = "" if name is None else _get_str(errs, name, index(path, i))
+        if name is None:
+            continue
+        errs += [invalid(path, name, msg) for msg in is_qualified_name(name)]
+        names.append(name)
+    # One asks the collector to keep the dependents, the other to delete them.
+    if "orphan" in names and "foregroundDeletion" in names:
+        errs.append(invalid(path, go_string_slice(names),
+                            "finalizer orphan and foregroundDeletion cannot be both set"))
+
+
+MANAGED_FIELDS_OPERATIONS = ("Apply", "Update")
+FIELD_MANAGER_MAX = 128
+SUBRESOURCE_MAX = 256
+
+
+def _validate_managed_fields(errs, entries, path: str) -> None:
+    """Server-side apply's record of who set which field (ValidateManagedFields)."""
+    for _, entry_path, entry in _items(errs, entries, path, "managed fields entries"):
+        text = {f: _get_str(errs, entry.get(f), child(entry_path, f))
+                for f in ("manager", "operation", "apiVersion", "time", "fieldsType",
+                          "subresource")}
+        _get_dict(errs, entry.get("fieldsV1"), child(entry_path, "fieldsV1"))
+        operation = text["operation"]
+        if operation not in MANAGED_FIELDS_OPERATIONS and (
+                operation is not None or entry.get("operation") is None):
+            errs.append(invalid(child(entry_path, "operation"), operation or "",
+                                "must be `Apply` or `Update`"))
+        if text["fieldsType"] and text["fieldsType"] != "FieldsV1":
+            errs.append(invalid(child(entry_path, "fieldsType"), text["fieldsType"],
+                                "must be `FieldsV1`"))
+        for field, limit in (("manager", FIELD_MANAGER_MAX), ("subresource", SUBRESOURCE_MAX)):
+            if text[field] and len(text[field].encode("utf-8", "surrogatepass")) > limit:
+                errs.append(too_long(child(entry_path, field), text[field], limit))
 
 
 def validate_type_meta(obj: dict, api_version: str, kind: str) -> list[FieldError]:
@@ -311,7 +413,66 @@ def validate_pod_spec(spec, path: str = "spec") -> list[FieldError]:
     _get_dict(errs, spec.get("securityContext"), child(path, "securityContext"))
     if spec.get("nodeSelector") is not None:
         errs += validate_labels(spec.get("nodeSelector"), child(path, "nodeSelector"))
+    validate_tolerations(errs, spec.get("tolerations"), child(path, "tolerations"))
     return errs
+
+
+# ------------------------------------------------------------ tolerations
+
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+INT64_MIN = -(2**63)
+
+
+def validate_tolerations(errs, tolerations, path: str) -> None:
+    """Which node taints a pod accepts (ValidateTolerations).
+
+    The scheduler and the taint manager match these against taints, so a
+    toleration that cannot match anything (operator "Bogus", a value with
+    Exists) is refused rather than silently ignored.
+    """
+    for _, tol_path, tol in _items(errs, tolerations, path, "tolerations"):
+        fields = {f: _get_str(errs, tol.get(f), child(tol_path, f))
+                  for f in ("key", "operator", "value", "effect")}
+        seconds = tol.get("tolerationSeconds")
+        # Negative means "evict at once", as 0 does; any int64 is allowed.
+        _get_int(errs, seconds, child(tol_path, "tolerationSeconds"), INT64_MIN, INT64_MAX)
+        if any(fields[f] is None and tol.get(f) is not None for f in fields):
+            continue  # a wrong type is reported; the rules below need strings
+        tol_key, operator, value, effect = (fields[f] or "" for f in fields)
+        if tol_key:
+            errs += [invalid(child(tol_path, "key"), tol_key, msg)
+                     for msg in is_qualified_name(tol_key)]
+        elif operator != "Exists":
+            errs.append(invalid(child(tol_path, "operator"), operator,
+                                "operator must be Exists when `key` is empty, which means "
+                                '"match all values and all keys"'))
+        if seconds is not None and effect != "NoExecute":
+            errs.append(invalid(child(tol_path, "effect"), effect,
+                                "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+        # Kubernetes reports a bad value at .operator, so we do too.
+        if operator in ("", "Equal"):
+            msgs = is_valid_label_value(value)
+            if msgs:
+                errs.append(invalid(child(tol_path, "operator"), value, ";".join(msgs)))
+        elif operator == "Exists":
+            if value:
+                errs.append(invalid(child(tol_path, "operator"), _go_toleration(
+                    tol_key, operator, value, effect, seconds),
+                    "value must be empty when `operator` is 'Exists'"))
+        else:
+            errs.append(not_supported(child(tol_path, "operator"), operator,
+                                      TOLERATION_OPERATORS))
+        if effect and effect not in TAINT_EFFECTS:
+            errs.append(not_supported(child(tol_path, "effect"), effect, TAINT_EFFECTS))
+
+
+def _go_toleration(tol_key, operator, value, effect, seconds) -> GoValue:
+    # Go prints the address of a set *int64; the number is more use to a reader.
+    shown = "(*int64)(nil)" if seconds is None else f"(*int64)({format_value(seconds)})"
+    return GoValue(f"core.Toleration{{Key:{format_value(tol_key)}, "
+                   f"Operator:{format_value(operator)}, Value:{format_value(value)}, "
+                   f"Effect:{format_value(effect)}, TolerationSeconds:{shown}}}")
 
 
 # -------------------------------------------------------------- volumes

@@ -20,8 +20,8 @@ from common.field_errors import (FieldError, child, duplicate, forbidden, index,
 from common.names import (_regex_error, is_config_map_key, is_dns1123_label,
                           is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
                           is_valid_port_name)
-from common.validation import (PROTOCOLS, _as_int, _check_enum, _check_quantity, _get_bool,
-                               _get_dict, _get_int, _get_list, _get_str, _is_ip, _items,
+from common.validation import (PROTOCOLS, TAINT_EFFECTS, _as_int, _check_enum, _check_quantity,
+                               _get_bool, _get_dict, _get_int, _get_list, _get_str, _is_ip, _items,
                                _matches, _type_error, validate_labels)
 from common.validation_shared import (FIELD_IMMUTABLE, GoValue, check_immutable,
                                       go_string_slice)
@@ -75,9 +75,6 @@ def validate_namespace_status(obj: dict) -> list[FieldError]:
 
 
 # ------------------------------------------------------------------ Node
-
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
 
 def validate_node(obj: dict) -> list[FieldError]:
     errs: list[FieldError] = []
@@ -208,6 +205,9 @@ def validate_service(obj: dict) -> list[FieldError]:
         _validate_external_name(errs, spec)
     else:
         _validate_cluster_ips(errs, spec, cluster_ip)
+        # Ignored for other types, but still a string (Go's decoder insists).
+        _get_str(errs, spec.get("externalName"), "spec.externalName")
+    _validate_external_ips(errs, spec.get("externalIPs"))
     ports = spec.get("ports")
     if not ports and isinstance(ports, (list, type(None))) and not headless \
             and svc_type != "ExternalName":
@@ -249,6 +249,44 @@ def _validate_external_name(errs: list, spec: dict) -> None:
             errs.append(forbidden(child("spec", field), "may not be set for ExternalName services"))
     if spec.get("clusterIP") not in (None, "") and spec.get("clusterIPs") in (None, []):
         errs.append(forbidden("spec.clusterIPs", "may not be set for ExternalName services"))
+
+
+def _validate_external_ips(errs: list, ips) -> None:
+    """Addresses outside the cluster that the proxy routes to the service:
+    real unicast addresses only, never this host's own (ValidateNonSpecialIP)."""
+    for i, ip in enumerate(_get_list(errs, ips, "spec.externalIPs", "a list of strings") or ()):
+        path = index("spec.externalIPs", i)
+        ip = _get_str(errs, ip, path)
+        if ip is None:
+            continue
+        try:
+            # Go's parser knows no IPv6 zones (fe80::1%eth0); Python's does.
+            addr = ipaddress.ip_address("%" if "%" in ip else ip)
+        except ValueError:
+            errs.append(invalid(path, ip, IP_MSG))
+            continue
+        # Go checks ::ffff:127.0.0.1 as the IPv4 address it carries.
+        if addr.version == 6 and addr.ipv4_mapped is not None:
+            addr = addr.ipv4_mapped
+        if addr.is_unspecified:
+            errs.append(invalid(path, ip, f"may not be unspecified ({ip})"))
+        if addr.is_loopback:
+            errs.append(invalid(path, ip, "may not be in the loopback range "
+                                "(127.0.0.0/8, ::1/128)"))
+        if addr.is_link_local:
+            errs.append(invalid(path, ip, "may not be in the link-local range "
+                                "(169.254.0.0/16, fe80::/10)"))
+        if _is_link_local_multicast(addr):
+            errs.append(invalid(path, ip, "may not be in the link-local multicast range "
+                                "(224.0.0.0/24, ff02::/10)"))
+
+
+def _is_link_local_multicast(addr) -> bool:
+    """Go's net.IP.IsLinkLocalMulticast: 224.0.0.0/24, or ffX2::/16 in IPv6."""
+    if addr.version == 4:
+        return addr in ipaddress.ip_network("224.0.0.0/24")
+    packed = addr.packed
+    return packed[0] == 0xFF and packed[1] & 0x0F == 0x02
 
 
 def _validate_cluster_ips(errs: list, spec: dict, cluster_ip: str | None) -> None:

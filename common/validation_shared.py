@@ -12,10 +12,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from common.field_errors import (FieldError, child, forbidden, format_value, index, invalid,
-                                 required)
+from common.field_errors import (FieldError, GoValue, _go_str, child, forbidden, format_value,
+                                 go_string_slice, index, invalid, required)
 from common.names import is_qualified_name, is_valid_label_value
 from common.selectors import SelectorError, selector_from_label_selector
 from common.validation import (INT32_MAX, _as_int, _get_dict, _get_int, _get_list, _get_str,
@@ -26,20 +24,6 @@ FIELD_IMMUTABLE = "field is immutable"
 
 # ------------------------------------------------------- Go-printed values
 
-@dataclass(frozen=True)
-class GoValue:
-    """A bad value as Go's %#v prints it; FieldError shows str(value)."""
-
-    text: str
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def _go_str(value) -> str:
-    return format_value(value if isinstance(value, str) else str(value))
-
-
 def go_string_map(value) -> GoValue:
     """map[string]string{"a":"b"}; Go prints map keys sorted."""
     if not isinstance(value, dict) or not value:
@@ -47,12 +31,6 @@ def go_string_map(value) -> GoValue:
     pairs = ", ".join(f"{_go_str(k)}:{_go_str(v)}"
                       for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
     return GoValue("map[string]string{" + pairs + "}")
-
-
-def go_string_slice(value) -> GoValue:
-    if not isinstance(value, list) or not value:
-        return GoValue("[]string(nil)")
-    return GoValue("[]string{" + ", ".join(_go_str(v) for v in value) + "}")
 
 
 def go_label_selector(value) -> GoValue:

@@ -121,3 +121,24 @@ def test_unknown_kind_is_copied_unchanged():
     obj = {"spec": {"a": [1]}}
     result = apply_defaults("example.com", "Widget", obj)
     assert result == obj and result["spec"] is not obj["spec"]
+
+
+# Kubernetes decodes labels into map[string]string, where a JSON null can only
+# become "": that is what it stores, so we store it too, in every kind.
+@pytest.mark.parametrize("group, kind", [("", "ConfigMap"), ("", "Pod"), ("apps", "Deployment"),
+                                         ("example.com", "Widget")])
+def test_null_label_and_annotation_values_become_empty(group, kind):
+    obj = {"metadata": {"name": "a", "labels": {"tier": None, "app": "web"},
+                        "annotations": {"note": None}},
+           "spec": {"template": {"metadata": {"labels": {"app": "web", "track": None}}}}}
+    result = apply_defaults(group, kind, obj)
+    assert result["metadata"]["labels"] == {"tier": "", "app": "web"}
+    assert result["metadata"]["annotations"] == {"note": ""}
+    assert result["spec"]["template"]["metadata"]["labels"] == {"app": "web", "track": ""}
+    assert obj["metadata"]["labels"]["tier"] is None  # the input is untouched
+
+
+def test_null_labels_map_is_left_alone():
+    # `labels: null` means "no labels"; only values inside a map are filled in.
+    obj = {"metadata": {"name": "a", "labels": None, "annotations": []}}
+    assert apply_defaults("", "ConfigMap", obj) == obj

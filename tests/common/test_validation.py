@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from common.field_errors import go_string_slice
 from common.validation import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,
                                REQUIRED, TOO_LONG, FieldError, format_value,
                                is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
@@ -34,6 +35,7 @@ ENV_NAME_MSG = (
     "'-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  "
     "or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')")
 PORT_RANGE = "must be between 1 and 65535, inclusive"
+OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1"}
 
 
 def valid_pod():
@@ -179,7 +181,59 @@ INVALID_PODS = [
       "must be less than or equal to 9223372036854775807"]),
     ("grace-fraction", {"spec.terminationGracePeriodSeconds": 1.5},
      ["spec.terminationGracePeriodSeconds: Invalid value: 1.5: must be an integer"]),
-    ("grace-whole-float-ok", {"spec.terminationGracePeriodSeconds": 30.0}, []),
+    # Go's JSON decoder refuses 30.0 for an int64; storing it would make every
+    # reader of the field cope with a float.
+    ("grace-whole-float", {"spec.terminationGracePeriodSeconds": 30.0},
+     ["spec.terminationGracePeriodSeconds: Invalid value: 30.0: must be an integer"]),
+    ("grace-bool", {"spec.terminationGracePeriodSeconds": True},
+     ["spec.terminationGracePeriodSeconds: Invalid value: true: must be an integer"]),
+    ("grace-too-long-to-print", {"spec.terminationGracePeriodSeconds": 10**5000},
+     ["spec.terminationGracePeriodSeconds: Invalid value: <an integer of 5001 digits>: "
+      "must be less than or equal to 9223372036854775807"]),
+    ("port-whole-float", {"spec.containers[0].ports[0].containerPort": 80.0},
+     ["spec.containers[0].ports[0].containerPort: Invalid value: 80.0: must be an integer"]),
+    ("probe-port-whole-float", {"spec.containers[0].livenessProbe.httpGet.port": 8080.0},
+     ["spec.containers[0].livenessProbe.httpGet.port: Invalid value: 8080.0: "
+      "must be a port number or a port name"]),
+    # --- tolerations (ValidateTolerations)
+    ("toleration-wrong-types", {"spec.tolerations": [1, {"key": {"a": 1}}]},
+     ["spec.tolerations[0]: Invalid value: 1: must be an object",
+      'spec.tolerations[1].key: Invalid value: {"a": 1}: must be a string']),
+    ("tolerations-not-a-list", {"spec.tolerations": "all"},
+     ['spec.tolerations: Invalid value: "all": must be a list of tolerations']),
+    ("toleration-bogus-operator", {"spec.tolerations": [{"key": "a", "operator": "Bogus"}]},
+     ['spec.tolerations[0].operator: Unsupported value: "Bogus": supported values: '
+      '"Equal", "Exists"']),
+    ("toleration-empty-key-needs-exists", {"spec.tolerations": [{"operator": "Equal"}]},
+     ['spec.tolerations[0].operator: Invalid value: "Equal": operator must be Exists when '
+      '`key` is empty, which means "match all values and all keys"']),
+    ("toleration-match-everything-ok", {"spec.tolerations": [{"operator": "Exists"}]}, []),
+    ("toleration-bad-key", {"spec.tolerations": [{"key": "a b", "operator": "Exists"}]},
+     ['spec.tolerations[0].key: Invalid value: "a b": ' + NAME_PART_MSG]),
+    ("toleration-exists-with-value",
+     {"spec.tolerations": [{"key": "a", "operator": "Exists", "value": "x"}]},
+     ['spec.tolerations[0].operator: Invalid value: core.Toleration{Key:"a", '
+      'Operator:"Exists", Value:"x", Effect:"", TolerationSeconds:(*int64)(nil)}: '
+      "value must be empty when `operator` is 'Exists'"]),
+    ("toleration-bad-value", {"spec.tolerations": [{"key": "a", "value": "-x"}]},
+     [f'spec.tolerations[0].operator: Invalid value: "-x": {LABEL_VALUE_MSG}']),
+    ("toleration-bad-effect",
+     {"spec.tolerations": [{"key": "a", "operator": "Exists", "effect": "Never"}]},
+     ['spec.tolerations[0].effect: Unsupported value: "Never": supported values: '
+      '"NoExecute", "NoSchedule", "PreferNoSchedule"']),
+    ("toleration-seconds-need-no-execute",
+     {"spec.tolerations": [{"key": "a", "operator": "Exists", "effect": "NoSchedule",
+                            "tolerationSeconds": 60}]},
+     ['spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be '
+      "'NoExecute' when `tolerationSeconds` is set"]),
+    ("toleration-seconds-float",
+     {"spec.tolerations": [{"key": "a", "operator": "Exists", "effect": "NoExecute",
+                            "tolerationSeconds": 60.0}]},
+     ["spec.tolerations[0].tolerationSeconds: Invalid value: 60.0: must be an integer"]),
+    ("toleration-no-execute-ok",
+     {"spec.tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                            "effect": "NoExecute", "tolerationSeconds": -1},
+                           {"key": "gpu", "value": "yes", "effect": "NoSchedule"}]}, []),
     ("activeDeadline-zero", {"spec.activeDeadlineSeconds": 0},
      ["spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, "
       "inclusive"]),
@@ -434,9 +488,12 @@ def test_field_error_str(error, text):
 
 
 @pytest.mark.parametrize("value, text", [
-    pytest.param(10**5000, "<an integer of 16610 bits>", id="int-too-big-to-print"),
+    pytest.param(10**5000, "<an integer of 5001 digits>", id="int-too-big-to-print"),
+    pytest.param(-(10**40), "<an integer of 41 digits>", id="int-too-long-negative"),
+    pytest.param(10**39 - 1, "9" * 39, id="int-39-digits-printed"),
+    pytest.param([10**5000], "[<an integer of 5001 digits>]", id="int-too-big-in-a-list"),
     pytest.param(1e30, "1e+30", id="float-exponent"),
-    pytest.param(80.0, "80", id="whole-float"),
+    pytest.param(80.0, "80.0", id="whole-float"),
     pytest.param("\x01", '"\\x01"', id="control-char"),
     pytest.param({"a": "x" * 200}, '{"a": "' + "x" * 70 + "...", id="long-object-cut"),
 ])
@@ -487,9 +544,94 @@ def test_qualified_name_reports_each_part():
     pytest.param({"name": "a", "uid": 5}, True,
                  ["metadata.uid: Invalid value: 5: must be a string (put it in quotes)"],
                  id="uid-number"),
+    # --- finalizers: qualified names, reported at the list's path
+    pytest.param({"name": "a", "finalizers": "abc"}, True,
+                 ['metadata.finalizers: Invalid value: "abc": must be a list of strings'],
+                 id="finalizers-string"),
+    pytest.param({"name": "a", "finalizers": {"a": 1}}, True,
+                 ['metadata.finalizers: Invalid value: {"a": 1}: must be a list of strings'],
+                 id="finalizers-object"),
+    pytest.param({"name": "a", "finalizers": [1]}, True,
+                 ["metadata.finalizers[0]: Invalid value: 1: must be a string (put it in quotes)"],
+                 id="finalizer-number"),
+    pytest.param({"name": "a", "finalizers": ["example.com/x!"]}, True,
+                 ['metadata.finalizers: Invalid value: "example.com/x!": ' + NAME_PART_MSG],
+                 id="finalizer-bad-name"),
+    pytest.param({"name": "a", "finalizers": [None]}, True,
+                 ['metadata.finalizers: Invalid value: "": name part must be non-empty',
+                  'metadata.finalizers: Invalid value: "": ' + NAME_PART_MSG],
+                 id="finalizer-null-is-empty"),
+    pytest.param({"name": "a", "finalizers": ["kubernetes", "example.com/a", "example.com/a",
+                                              "no-slash"]}, True, [],
+                 id="finalizers-duplicates-and-unqualified-pass"),
+    pytest.param({"name": "a", "finalizers": ["orphan", "foregroundDeletion"]}, True,
+                 ['metadata.finalizers: Invalid value: []string{"orphan", "foregroundDeletion"}: '
+                  "finalizer orphan and foregroundDeletion cannot be both set"],
+                 id="finalizers-orphan-and-foreground"),
+    # --- ownerReferences: each names one object; one controller at most
+    pytest.param({"name": "a", "ownerReferences": "abc"}, True,
+                 ['metadata.ownerReferences: Invalid value: "abc": '
+                  "must be a list of owner references"], id="owner-refs-string"),
+    pytest.param({"name": "a", "ownerReferences": [{}]}, True,
+                 ['metadata.ownerReferences.apiVersion: Invalid value: "": '
+                  "version must not be empty",
+                  'metadata.ownerReferences.kind: Invalid value: "": must not be empty',
+                  'metadata.ownerReferences.name: Invalid value: "": must not be empty',
+                  'metadata.ownerReferences.uid: Invalid value: "": must not be empty'],
+                 id="owner-ref-empty"),
+    pytest.param({"name": "a", "ownerReferences": [dict(OWNER, uid=7, controller="yes")]}, True,
+                 ["metadata.ownerReferences[0].uid: Invalid value: 7: "
+                  "must be a string (put it in quotes)",
+                  'metadata.ownerReferences[0].controller: Invalid value: "yes": '
+                  "must be a boolean (true or false)"], id="owner-ref-types"),
+    pytest.param({"name": "a", "ownerReferences": [dict(OWNER, apiVersion="a/b/c")]}, True,
+                 ['metadata.ownerReferences.apiVersion: Invalid value: "a/b/c": '
+                  "version must not be empty"], id="owner-ref-bad-api-version"),
+    pytest.param({"name": "a", "ownerReferences": [
+        dict(OWNER, controller=True), dict(OWNER, name="web-2", uid="u2", controller=True)]},
+        True, ['metadata.ownerReferences: Invalid value: [{"apiVersion": "apps/v1", "kind": '
+               '"ReplicaSet", "name": "web", "uid": "u1", ...: Only one reference can have '
+               'Controller set to true. Found "true" in references for ReplicaSet/web and '
+               "ReplicaSet/web-2"], id="owner-refs-two-controllers"),
+    pytest.param({"name": "a", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"}]}, True,
+        ['metadata.ownerReferences: Invalid value: {"apiVersion": "v1", "kind": "Event", '
+         '"name": "e", "uid": "u"}: /v1, Kind=Event is disallowed from being an owner'],
+        id="owner-ref-event"),
+    pytest.param({"name": "a", "ownerReferences": [
+        dict(OWNER, controller=True, blockOwnerDeletion=True), dict(OWNER, uid="u2")]},
+        True, [], id="owner-refs-ok"),
+    # --- managedFields: server-side apply's records
+    pytest.param({"name": "a", "managedFields": "abc"}, True,
+                 ['metadata.managedFields: Invalid value: "abc": '
+                  "must be a list of managed fields entries"], id="managed-fields-string"),
+    pytest.param({"name": "a", "managedFields": [{"manager": 5, "operation": "Apply",
+                                                  "fieldsV1": []}]}, True,
+                 ["metadata.managedFields[0].manager: Invalid value: 5: "
+                  "must be a string (put it in quotes)",
+                  "metadata.managedFields[0].fieldsV1: Invalid value: []: must be an object"],
+                 id="managed-fields-types"),
+    pytest.param({"name": "a", "managedFields": [{"manager": "m" * 129, "operation": "Patch",
+                                                  "fieldsType": "FieldsV2"}]}, True,
+                 ['metadata.managedFields[0].operation: Invalid value: "Patch": '
+                  "must be `Apply` or `Update`",
+                  'metadata.managedFields[0].fieldsType: Invalid value: "FieldsV2": '
+                  "must be `FieldsV1`",
+                  "metadata.managedFields[0].manager: Too long: may not be more than 128 bytes"],
+                 id="managed-fields-rules"),
+    pytest.param({"name": "a", "managedFields": [
+        {"manager": "kubectl", "operation": "Apply", "apiVersion": "v1",
+         "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:data": {}}}]}, True, [], id="managed-fields-ok"),
 ])
 def test_validate_object_meta(meta, namespaced, expected):
     assert [str(e) for e in validate_object_meta(meta, namespaced=namespaced)] == expected
+
+
+def test_go_values_of_any_type_never_raise():
+    # A huge int where a label value belongs once raised ValueError (Python
+    # will not print it) while the selector was being shown.
+    assert str(go_string_slice([10**5000, "a"])) == '[]string{"<an integer of 5001 digits>", "a"}'
 
 
 def test_labels_and_annotations_helpers_take_a_path():

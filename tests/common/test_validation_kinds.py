@@ -19,6 +19,15 @@ DNS1035_MSG = (
     "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
 IMMUTABLE = "field is immutable"
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    r"regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*"
+    r"[a-z0-9])?)*')")
+NAME_PART_MSG = (
+    "name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+    "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+    "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}]}}
 
@@ -119,7 +128,77 @@ def test_defaulted_valid_example_passes(kind):
     assert check(kind, apply_defaults(GROUPS[kind], kind, valid(kind))) == []
 
 
+IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+
 CASES = [
+    # --- metadata rules every kind shares (the details are in test_validation.py)
+    ("ConfigMap", "finalizer-bad-name", {"metadata.finalizers": ["Not A Valid/Name!!"]},
+     ['metadata.finalizers: Invalid value: "Not A Valid/Name!!": prefix part ' + SUBDOMAIN_MSG,
+      'metadata.finalizers: Invalid value: "Not A Valid/Name!!": ' + NAME_PART_MSG]),
+    ("Deployment", "finalizers-object", {"metadata.finalizers": {"a": 1}},
+     ['metadata.finalizers: Invalid value: {"a": 1}: must be a list of strings']),
+    ("Node", "owner-ref-without-uid", {"metadata.ownerReferences": [
+        {"apiVersion": "v1", "kind": "Namespace", "name": "shop"}]},
+     ['metadata.ownerReferences.uid: Invalid value: "": must not be empty']),
+    ("Secret", "managed-fields-string", {"metadata.managedFields": "abc"},
+     ['metadata.managedFields: Invalid value: "abc": must be a list of managed fields entries']),
+    # --- integers are integers: a whole float is refused, not stored as 3.0
+    ("Deployment", "replicas-whole-float", {"spec.replicas": 3.0},
+     ["spec.replicas: Invalid value: 3.0: must be an integer"]),
+    ("ReplicaSet", "replicas-bool", {"spec.replicas": True},
+     ["spec.replicas: Invalid value: true: must be an integer"]),
+    ("Service", "port-whole-float", {"spec.ports[0].port": 80.0},
+     ["spec.ports[0].port: Invalid value: 80.0: must be an integer"]),
+    ("Service", "target-port-whole-float", {"spec.ports[1].targetPort": 5353.0},
+     ["spec.ports[1].targetPort: Invalid value: 5353.0: must be a port number or a port name"]),
+    ("Job", "completions-whole-float", {"spec.completions": 3.0},
+     ["spec.completions: Invalid value: 3.0: must be an integer"]),
+    ("Deployment", "max-surge-whole-float", {"spec.strategy.rollingUpdate.maxSurge": 1.0},
+     ["spec.strategy.rollingUpdate.maxSurge: Invalid value: 1.0: "
+      "must be an integer or percentage (e.g '5%')"]),
+    ("Deployment", "replicas-too-long-to-print", {"spec.replicas": 10**5000},
+     ["spec.replicas: Invalid value: <an integer of 5001 digits>: "
+      "must be less than or equal to 2147483647"]),
+    ("Deployment", "huge-label-value-in-selector",
+     {"spec.selector.matchLabels": {"app": 10**5000}},
+     ["spec.selector.matchLabels[app]: Invalid value: <an integer of 5001 digits>: "
+      "must be a string (put it in quotes)"]),
+    # --- tolerations in pod templates too
+    ("Deployment", "template-toleration-bogus-operator",
+     {"spec.template.spec.tolerations": [{"key": "a", "operator": "Bogus"}]},
+     ['spec.template.spec.tolerations[0].operator: Unsupported value: "Bogus": '
+      'supported values: "Equal", "Exists"']),
+    ("Job", "template-toleration-wrong-types",
+     {"spec.template.spec.tolerations": [1, {"key": {"a": 1}}]},
+     ["spec.template.spec.tolerations[0]: Invalid value: 1: must be an object",
+      'spec.template.spec.tolerations[1].key: Invalid value: {"a": 1}: must be a string']),
+    # --- Service externalIPs and externalName
+    ("Service", "external-ips-string", {"spec.externalIPs": "x"},
+     ['spec.externalIPs: Invalid value: "x": must be a list of strings']),
+    ("Service", "external-ip-invalid", {"spec.externalIPs": ["999.1.1.1", 5]},
+     [f'spec.externalIPs[0]: Invalid value: "999.1.1.1": {IP_MSG}',
+      "spec.externalIPs[1]: Invalid value: 5: must be a string (put it in quotes)"]),
+    ("Service", "external-ip-zone", {"spec.externalIPs": ["fe80::1%eth0"]},
+     [f'spec.externalIPs[0]: Invalid value: "fe80::1%eth0": {IP_MSG}']),
+    ("Service", "external-ips-special",
+     {"spec.externalIPs": ["0.0.0.0", "127.0.0.1", "::ffff:127.0.0.2", "169.254.1.1",
+                           "224.0.0.5", "ff02::1"]},
+     ['spec.externalIPs[0]: Invalid value: "0.0.0.0": may not be unspecified (0.0.0.0)',
+      'spec.externalIPs[1]: Invalid value: "127.0.0.1": may not be in the loopback range '
+      "(127.0.0.0/8, ::1/128)",
+      'spec.externalIPs[2]: Invalid value: "::ffff:127.0.0.2": may not be in the loopback '
+      "range (127.0.0.0/8, ::1/128)",
+      'spec.externalIPs[3]: Invalid value: "169.254.1.1": may not be in the link-local range '
+      "(169.254.0.0/16, fe80::/10)",
+      'spec.externalIPs[4]: Invalid value: "224.0.0.5": may not be in the link-local '
+      "multicast range (224.0.0.0/24, ff02::/10)",
+      'spec.externalIPs[5]: Invalid value: "ff02::1": may not be in the link-local '
+      "multicast range (224.0.0.0/24, ff02::/10)"]),
+    ("Service", "external-ips-ok", {"spec.externalIPs": ["203.0.113.7", "2001:db8::1"]}, []),
+    ("Service", "external-name-number-on-cluster-ip", {"spec.externalName": 5},
+     ["spec.externalName: Invalid value: 5: must be a string (put it in quotes)"]),
+    ("Service", "external-name-ignored-on-cluster-ip", {"spec.externalName": "db.example.com"},
+     []),
     # --- type meta and names
     ("Deployment", "wrong-apiVersion", {"apiVersion": "v1"},
      ['apiVersion: Unsupported value: "v1": supported values: "apps/v1"']),
@@ -385,7 +464,36 @@ UPDATES = [
     ("Job", "template-changes", {"spec.template.spec.containers[0].image": "perl:5.36"},
      ["spec.template: Invalid value: "]),
     ("Job", "parallelism-may-change", {"spec.parallelism": 5}, []),
+    ("Pod", "add-bad-toleration", {"spec.tolerations": [{"key": "a", "operator": "Exists"},
+                                                        {"key": "b", "operator": "Bogus"}]},
+     ['spec.tolerations[1].operator: Unsupported value: "Bogus": supported values: '
+      '"Equal", "Exists"']),
+    ("ConfigMap", "finalizer-added", {"metadata.finalizers": ["example.com/y"]}, []),
+    ("ReplicaSet", "replicas-whole-float", {"spec.replicas": 5.0},
+     ["spec.replicas: Invalid value: 5.0: must be an integer"]),
 ]
+
+# Once deletion has begun (deletionTimestamp is set), finalizers may only go.
+DELETING = {"metadata.deletionTimestamp": "2030-01-01T00:00:00Z",
+            "metadata.finalizers": ["example.com/x"]}
+DELETING_UPDATES = [
+    ("remove-finalizer", {"metadata.finalizers": []}, []),
+    ("keep-finalizer", {}, []),
+    ("add-finalizers", {"metadata.finalizers": ["example.com/x", "example.com/z",
+                                                "example.com/y"]},
+     ['metadata.finalizers: Forbidden: no new finalizers can be added if the object is being '
+      'deleted, found new finalizers []string{"example.com/y", "example.com/z"}']),
+    ("replace-finalizer", {"metadata.finalizers": ["example.com/y"]},
+     ['metadata.finalizers: Forbidden: no new finalizers can be added if the object is being '
+      'deleted, found new finalizers []string{"example.com/y"}']),
+]
+
+
+@pytest.mark.parametrize("changes, expected",
+                         [pytest.param(c, e, id=i) for i, c, e in DELETING_UPDATES])
+def test_no_new_finalizers_while_deleting(changes, expected):
+    old = with_changes(_with_identity(valid("ConfigMap")), DELETING)
+    assert check("ConfigMap", with_changes(old, changes), old) == expected
 
 
 def _with_identity(obj):
@@ -463,8 +571,14 @@ def test_status_update(kind, changes, expected):
 
 # ------------------------------------------------------------ hostile input
 
-JUNK = [None, "x", "", 5, -1, 0, True, 1.5, float("nan"), 10**30, [], [None], {}, {"a": []},
-        "\ud800", "a" * 300, "None", "10.0.0.1", "25%"]
+JUNK = [None, "x", "", 5, -1, 0, True, 1.5, 3.0, float("nan"), 10**30, 10**5000, [], [None],
+        {}, {"a": []}, "\ud800", "a" * 300, "None", "10.0.0.1", "25%"]
+# Metadata every kind may carry, so the fuzz reaches its rules too.
+FUZZ_METADATA = {"finalizers": ["example.com/x"],
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                      "name": "web", "uid": "u0", "controller": True}],
+                 "managedFields": [{"manager": "kubectl", "operation": "Apply",
+                                    "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}}]}
 
 
 def _paths(value, path=()):
@@ -499,6 +613,8 @@ def test_fuzz_never_raises(kind):
     rng = random.Random(kind)
     group = GROUPS[kind]
     base = _with_identity(valid(kind))
+    base["metadata"].update(copy.deepcopy(FUZZ_METADATA))
+    assert not [e for e in validate_object(group, kind, base) if e.path.startswith("metadata")]
     for _ in range(300):
         obj = base
         for _ in range(rng.randint(1, 3)):
@@ -510,9 +626,35 @@ def test_fuzz_never_raises(kind):
                        validate_object(group, kind, apply_defaults(group, kind, obj))):
             assert all(isinstance(e, FieldError) for e in errors)
             for error in errors:
-                str(error)
+                assert "set_int_max_str_digits" not in str(error)
         defaulted = apply_defaults(group, kind, obj)
         assert apply_defaults(group, kind, defaulted) == defaulted
+
+
+HUGE = 10**5000  # Python refuses to print an int this long: str() raises
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_huge_integers_anywhere_are_reported_not_raised(kind):
+    """Every field of the valid object, replaced by a huge int (alone, in a
+    list, in a map): errors come back, and none of them leaks Python's
+    "use sys.set_int_max_str_digits()" advice."""
+    group = GROUPS[kind]
+    base = _with_identity(valid(kind))
+    base["metadata"].update(copy.deepcopy(FUZZ_METADATA))
+    for path in [p for p in _paths(base) if p]:
+        for junk in (HUGE, -HUGE, [HUGE], {"a": HUGE}):
+            obj = copy.deepcopy(base)
+            target = obj
+            for k in path[:-1]:
+                target = target[k]
+            target[path[-1]] = junk
+            for errors in (validate_object(group, kind, obj),
+                           validate_object(group, kind, obj, base),
+                           validate_status_update(group, kind, obj, base),
+                           validate_object(group, kind, apply_defaults(group, kind, obj))):
+                for error in errors:
+                    assert "set_int_max_str_digits" not in str(error), path
 
 
 @pytest.mark.parametrize("obj", [None, [], "Pod", 5, {"spec": []}, {"metadata": "x"}])
