@@ -11,19 +11,28 @@ directory is fsync'd so the rename itself survives a crash. A process killed
 at any moment therefore leaves each object wholly old or wholly new.
 
 All objects are also kept in memory: reads and lists never touch the disk.
-Writes are serialised by one lock, which is also what hands out
-resourceVersions in order (etcd orders its writes through Raft for the same
-reason).
+
+A write has two halves. The quick half runs under one lock: check the
+resourceVersion, take the next one, remember the new object for the writers
+that come next. The slow half, the fsync, runs outside the lock, so eight
+clients' fsyncs overlap and the file system commits them together (a *group
+commit*, as databases do). Then the writes are *published* strictly in
+resourceVersion order: renamed into place, the directories fsync'd once per
+batch, shown to readers and sent to watchers. Only then does the client get
+its answer, so a 2xx still means "on disk", and watchers still see every
+change in order.
 """
 from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
 import os
 import re
 import threading
 import uuid
+from collections import deque
 from pathlib import Path
 
 import api_errors
@@ -51,6 +60,18 @@ def _file_name(name: str) -> str:
     return f"{name[:200]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}.json"
 
 
+class _Commit:
+    """One acknowledged-to-be write on its way to disk (obj None: a delete)."""
+
+    def __init__(self, resource, namespace: str, name: str, obj: dict | None, path: Path, event: Event):
+        self.resource, self.namespace, self.name, self.obj = resource, namespace, name, obj
+        self.key = (resource.group, resource.plural, namespace, name)
+        self.path, self.event = path, event
+        self.temporary: Path | None = None
+        self.ready = False                # its bytes are fsync'd
+        self.done = False                 # renamed, directory fsync'd, shown to readers and watchers
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
@@ -60,14 +81,24 @@ def _fsync_dir(path: Path) -> None:
 
 
 # [START atomic-write]
-def write_file_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".tmp-{uuid.uuid4().hex}")   # short: names may be 253 characters
+_temporary_names = (f"{os.getpid()}-{n}" for n in itertools.count())   # unique in this process
+
+
+def _write_temporary(path: Path, data: bytes) -> Path:
+    """The first half of an atomic write: a fsync'd temporary file beside `path`."""
+    if not path.parent.is_dir():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".tmp-{next(_temporary_names)}")   # short: names may be 253 characters
     with open(temporary, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())          # the bytes are on disk...
+    return temporary
+
+
+def write_file_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves the old or the new file."""
+    temporary = _write_temporary(path, data)
     os.replace(temporary, path)       # ...then the name points at them, atomically
     _fsync_dir(path.parent)           # ...and the new name itself is on disk
 # [END atomic-write]
@@ -89,11 +120,16 @@ class FileStore:
         except OSError as error:
             raise StoreError(f"cannot use {self.root} as the data directory: {error.strerror} "
                              f"({error.filename}); it must be a writable directory") from None
-        self._lock = threading.Lock()
-        self._objects: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}
-        self._rv = 0
+        self._lock = threading.Lock()             # orders writes, guards the maps
+        self._objects: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}   # published: what readers see
+        self._unpublished: dict[tuple, _Commit] = {}   # the newest write per object, for the next writer
+        self._queue: deque[_Commit] = deque()          # writes in resourceVersion order, not yet published
+        self._publishing = threading.Lock()            # one publisher at a time
+        self._published_changed = threading.Condition()
+        self._rv = 0                                   # the newest version handed out
         self._rv_reserved = 0
         self._load()
+        self._published_rv = self._rv                  # the newest version readers can see
         self.watch_cache = WatchCache(watch_cache_size, start_rv=self._rv)
 
     # ----- start-up: the disk is the truth -----
@@ -150,7 +186,7 @@ class FileStore:
 
     @property
     def resource_version(self) -> int:
-        return self._rv
+        return self._published_rv
 
     def _bucket(self, resource) -> dict:
         return self._objects.setdefault((resource.group, resource.plural), {})
@@ -161,7 +197,7 @@ class FileStore:
     def list(self, resource, namespace: str | None = None) -> tuple[list[dict], int]:
         with self._lock:                  # a consistent snapshot at one resourceVersion
             items = list(self._bucket(resource).items())
-            rv = self._rv
+            rv = self._published_rv
         if namespace:
             items = [item for item in items if item[0][0] == namespace]
         items.sort(key=lambda item: item[0])
@@ -183,29 +219,87 @@ class FileStore:
             self._reserve(self._rv + _RV_BLOCK)
         return self._rv
 
-    def _write(self, resource, obj: dict, kind: str, old: dict | None) -> dict:
-        """Stamp the next resourceVersion, make it durable, publish the event."""
-        meta = obj["metadata"]
-        namespace, name = meta.get("namespace", ""), meta["name"]
-        path = self._path(resource, namespace, name)
+    def _latest(self, resource, namespace: str, name: str) -> dict | None:
+        """The object as the next writer must see it: with writes not yet published."""
+        pending = self._unpublished.get((resource.group, resource.plural, namespace or "", name))
+        return pending.obj if pending else self.get(resource, namespace, name)
+
+    def _enqueue(self, resource, namespace: str, name: str, obj: dict | None, event: Event) -> "_Commit":
+        """The quick half of a write (under the lock): take its place in the order."""
+        commit = _Commit(resource, namespace or "", name, obj, self._path(resource, namespace, name), event)
+        self._unpublished[commit.key] = commit
+        self._queue.append(commit)
+        return commit
+
+    def _stamp(self, obj: dict) -> int:
         rv = self._next_rv()
-        meta["resourceVersion"] = str(rv)
-        write_file_atomically(path, json.dumps(obj, indent=2).encode() + b"\n")
-        self._bucket(resource)[(namespace, name)] = obj
-        self.watch_cache.append(Event(kind, rv, resource, namespace, obj, old))
-        return obj
+        obj["metadata"]["resourceVersion"] = str(rv)
+        return rv
+
+    # [START group-commit]
+    def _commit(self, commit: "_Commit") -> None:
+        """The slow half (no lock held): fsync, then wait until published in order."""
+        try:
+            if commit.obj is not None:
+                commit.temporary = _write_temporary(commit.path, json.dumps(commit.obj, indent=2).encode() + b"\n")
+            commit.ready = True
+            with self._publishing:
+                self._publish_ready()
+        except OSError as error:
+            # The disk refused a write the others may already build on: the
+            # memory no longer matches the disk. Stop; the disk is the truth.
+            log.error("cannot write to the data directory; stopping", file=str(commit.path), error=str(error))
+            os._exit(1)
+        with self._published_changed:
+            self._published_changed.wait_for(lambda: commit.done)
+
+    def _publish_ready(self) -> None:
+        """Publish the writes at the head of the queue whose fsync is done."""
+        with self._lock:
+            batch = []
+            while self._queue and self._queue[0].ready:
+                batch.append(self._queue.popleft())
+        if not batch:
+            return                        # the head is still in its fsync: its writer publishes
+        for commit in batch:              # in resourceVersion order
+            if commit.obj is None:
+                commit.path.unlink(missing_ok=True)
+            else:
+                os.replace(commit.temporary, commit.path)
+        for directory in {commit.path.parent for commit in batch}:
+            _fsync_dir(directory)         # one directory fsync for the whole batch
+        with self._lock:                  # readers and watchers see the batch at once
+            for commit in batch:
+                bucket = self._objects.setdefault((commit.resource.group, commit.resource.plural), {})
+                if commit.obj is None:
+                    bucket.pop((commit.namespace, commit.name), None)
+                else:
+                    bucket[(commit.namespace, commit.name)] = commit.obj
+                if self._unpublished.get(commit.key) is commit:
+                    del self._unpublished[commit.key]
+                self._published_rv = commit.event.resource_version
+                self.watch_cache.append(commit.event)
+        with self._published_changed:
+            for commit in batch:
+                commit.done = True
+            self._published_changed.notify_all()
+    # [END group-commit]
 
     def create(self, resource, obj: dict) -> dict:
         meta = obj["metadata"]
+        namespace, name = meta.get("namespace", ""), meta["name"]
         with self._lock:
-            if (meta.get("namespace", ""), meta["name"]) in self._bucket(resource):
-                raise api_errors.already_exists(resource, meta["name"])
-            return self._write(resource, obj, "ADDED", None)
+            if self._latest(resource, namespace, name) is not None:
+                raise api_errors.already_exists(resource, name)
+            rv = self._stamp(obj)
+            commit = self._enqueue(resource, namespace, name, obj, Event("ADDED", rv, resource, namespace, obj))
+        self._commit(commit)
+        return obj
 
     # [START optimistic-concurrency]
     def update(self, resource, namespace: str, name: str, update_fn) -> dict:
         with self._lock:
-            current = self.get(resource, namespace, name)
+            current = self._latest(resource, namespace, name)
             if current is None:
                 raise api_errors.not_found(resource, name)
             new = update_fn(copy.deepcopy(current))
@@ -216,27 +310,28 @@ class FileStore:
                 raise api_errors.conflict(resource, name)
             if new == current:
                 return current            # nothing changed: no new version, no event
-            return self._write(resource, new, "MODIFIED", current)
+            rv = self._stamp(new)
+            commit = self._enqueue(resource, namespace, name, new,
+                                   Event("MODIFIED", rv, resource, namespace or "", new, current))
+        self._commit(commit)
+        return new
     # [END optimistic-concurrency]
 
     def delete(self, resource, namespace: str, name: str, precondition=None) -> dict:
         with self._lock:
-            current = self.get(resource, namespace, name)
+            current = self._latest(resource, namespace, name)
             if current is None:
                 raise api_errors.not_found(resource, name)
             if precondition:
                 precondition(current)
-            path = self._path(resource, namespace, name)
-            path.unlink()
-            _fsync_dir(path.parent)
-            del self._bucket(resource)[(namespace or "", name)]
             # A DELETED event carries the object as it was, with the
             # resourceVersion of the deletion itself.
             gone = copy.deepcopy(current)
-            rv = self._next_rv()
-            gone["metadata"]["resourceVersion"] = str(rv)
-            self.watch_cache.append(Event("DELETED", rv, resource, namespace or "", gone, current))
-            return gone
+            rv = self._stamp(gone)
+            commit = self._enqueue(resource, namespace, name, None,
+                                   Event("DELETED", rv, resource, namespace or "", gone, current))
+        self._commit(commit)
+        return gone
 
     def close(self) -> None:
         pass
