@@ -34,8 +34,9 @@ log = get_logger("apiserver")
 
 
 class HTTP11Handler(WSGIRequestHandler):
-    # HTTP/1.1 gives keep-alive connections and chunked responses, which a
-    # watch needs to stream events one by one.
+    # HTTP/1.1 gives chunked responses, which a watch needs to stream events
+    # one by one. (Werkzeug still closes each connection after one response:
+    # no keep-alive, so every request pays for a connection and a thread.)
     protocol_version = "HTTP/1.1"
 
     def log_request(self, code="-", size="-"):
