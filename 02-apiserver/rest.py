@@ -129,9 +129,10 @@ def _paginate(items: list[dict], rv: int) -> tuple[list[dict], dict]:
     if token:
         try:
             after = tuple(json.loads(base64.urlsafe_b64decode(token.encode())))
-            assert len(after) == 2 and all(isinstance(part, str) for part in after)
-        except Exception:
-            raise api_errors.bad_request("invalid continue token: pass the metadata.continue of the previous page") from None
+        except (ValueError, TypeError):
+            after = ()
+        if len(after) != 2 or not all(isinstance(part, str) for part in after):
+            raise api_errors.bad_request("invalid continue token: pass the metadata.continue of the previous page")
         items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
     limit = decode.query_int(request.args, "limit", 0)
     if limit and len(items) > limit:

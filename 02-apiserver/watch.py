@@ -72,11 +72,9 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
     bookmarks = args.get("allowWatchBookmarks") in ("true", "1")
     start_rv = args.get("resourceVersion", "")
     if start_rv not in ("", "0"):
-        try:
-            start_rv = int(start_rv)
-            assert start_rv > 0
-        except (ValueError, AssertionError):
-            raise api_errors.bad_request(f"resourceVersion must be a positive number, not {start_rv!r}") from None
+        if not (start_rv.isascii() and start_rv.isdigit() and len(start_rv) < 20) or int(start_rv) == 0:
+            raise api_errors.bad_request(f"resourceVersion must be a positive number, not {start_rv!r}")
+        start_rv = int(start_rv)
         if start_rv > server.store.resource_version:
             # A version from the future (another server's?): waiting for it
             # could miss everything before it, so refuse, as Kubernetes does.
