@@ -2,9 +2,9 @@
 
 Kubernetes' insecure port (127.0.0.1:8080, removed in 1.20) skipped
 authentication and authorization entirely; that is why it only ever listened
-on localhost. The secure port, with tokens and a policy, is the next lesson;
-its authenticator and authorizer plug in where these two are called
-(rest.serve_resource).
+on localhost. The secure port, with tokens (tokens.py) and a policy (abac.py),
+is the next lesson; its authenticator and authorizer plug in where these two
+are called (rest.serve_resource).
 """
 from __future__ import annotations
 
@@ -15,9 +15,13 @@ from dataclasses import dataclass
 class User:
     name: str
     groups: tuple[str, ...] = ()
+    uid: str = ""            # the token file's third column; audit logs name it
 
 
 INSECURE_USER = User("system:admin", ("system:masters",))
+# Who a request without credentials is, when anonymous requests are allowed:
+# Kubernetes' names, so a policy can grant (or refuse) the group.
+ANONYMOUS_USER = User("system:anonymous", ("system:unauthenticated",))
 
 
 def allow_anonymous_admin(request) -> User:
