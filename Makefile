@@ -7,9 +7,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST := $(PY) -m pytest
+NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv images demo test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver clean-node snippet clean
+.PHONY: help venv images demo test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver certs clean-node snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -68,6 +69,10 @@ bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and 
 
 apiserver: venv ## run the API server on 127.0.0.1:8080 with its data in /tmp/groundup-data (DATA=dir to change)
 	$(PY) 02-apiserver/apiserver.py --data-dir $(or $(DATA),/tmp/groundup-data)
+
+certs: venv ## CA, API server certificate, tokens and a kubeconfig per user in .certs/ (MASTER_IP=, MASTER_NAME=, NODES=node1,node2)
+	$(PY) 02-apiserver/certs.py --out .certs $(foreach ip,$(MASTER_IP),--master-ip $(ip)) \
+	  $(foreach name,$(MASTER_NAME),--master-name $(name)) --nodes $(NODES)
 
 clean-node: venv ## remove every container and volume a kubelet made (NODE=name for one node only)
 	$(PY) 01-kubelet/kubelet.py --cleanup $(if $(NODE),--node-name $(NODE),--all-nodes)

@@ -18,6 +18,7 @@ import gc
 import ipaddress
 import logging
 import signal
+import ssl
 import sys
 import threading
 from pathlib import Path
@@ -26,8 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`
 
 from werkzeug.serving import WSGIRequestHandler, make_server  # noqa: E402
 
+import admission  # noqa: E402
+from abac import PolicyFileError  # noqa: E402
 from app import DEFAULTS, create_app  # noqa: E402
 from file_store import StoreError  # noqa: E402
+from gauntlet import SecurePort  # noqa: E402
+from tokens import TokenFileError  # noqa: E402
 from common.log import get_logger  # noqa: E402
 
 log = get_logger("apiserver")
@@ -74,6 +79,20 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="largest request body accepted (more: 413)")
     parser.add_argument("--watch-bookmark-seconds", type=float, default=DEFAULTS["BOOKMARK_SECONDS"],
                         help="how often an idle watch that allows bookmarks gets one")
+    secure = parser.add_argument_group("the secure port (HTTPS, tokens, a policy): see `make certs`")
+    secure.add_argument("--secure-port", type=int, default=6443, help="HTTPS port (default 6443)")
+    secure.add_argument("--bind-address", default="0.0.0.0",
+                        help="address of the HTTPS port (default 0.0.0.0: every interface)")
+    secure.add_argument("--tls-cert-file", help="the server's certificate (PEM); without it, no secure port")
+    secure.add_argument("--tls-private-key-file", help="the certificate's private key (PEM)")
+    secure.add_argument("--token-auth-file", help="CSV of token,user,uid,\"group1,group2\": who may connect")
+    secure.add_argument("--authorization-mode", choices=("ABAC", "AlwaysAllow"), default="ABAC",
+                        help="ABAC: --authorization-policy-file decides (default); AlwaysAllow: any known user may do anything")
+    secure.add_argument("--authorization-policy-file", help="ABAC policy, one JSON object per line")
+    parser.add_argument("--enable-admission-plugins", default=",".join(admission.DEFAULT_PLUGINS),
+                        help=f"admission plugins, in order (default {','.join(admission.DEFAULT_PLUGINS)})")
+    parser.add_argument("--allow-privileged", action="store_true",
+                        help="let pods run privileged containers (DenyPrivileged refuses them otherwise)")
     parser.add_argument("--log-requests", action="store_true", help="log one line per HTTP request")
     return parser.parse_args(argv)
 
@@ -88,11 +107,20 @@ def main(argv=None) -> int:
     if not ipaddress.ip_address(args.insecure_bind_address).is_loopback:
         log.info("WARNING: the insecure port has no authentication: anyone who can reach "
                  f"{args.insecure_bind_address}:{args.port} can read and change everything")
+    problem = _check_secure_flags(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
         app = create_app({"DATA_DIR": args.data_dir, "WATCH_CACHE_SIZE": args.watch_cache_size,
                           "MAX_WATCHES": args.max_watches, "MAX_BODY_BYTES": args.max_request_bytes,
-                          "BOOKMARK_SECONDS": args.watch_bookmark_seconds})
-    except StoreError as error:
+                          "BOOKMARK_SECONDS": args.watch_bookmark_seconds,
+                          "TOKEN_AUTH_FILE": args.token_auth_file,
+                          "AUTHORIZATION_POLICY_FILE": args.authorization_policy_file
+                          if args.authorization_mode == "ABAC" else None,
+                          "ADMISSION_PLUGINS": [p for p in args.enable_admission_plugins.split(",") if p],
+                          "ALLOW_PRIVILEGED": args.allow_privileged})
+    except (StoreError, TokenFileError, PolicyFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     logging.getLogger("werkzeug").setLevel(logging.INFO if args.log_requests else logging.WARNING)
@@ -102,18 +130,50 @@ def main(argv=None) -> int:
     except OSError as error:
         print(f"error: cannot listen on {args.insecure_bind_address}:{args.port}: {error.strerror}", file=sys.stderr)
         return 1
-    server.log_requests = args.log_requests
+    servers = [server]
+    if args.tls_cert_file:
+        try:
+            secure_server = make_server(args.bind_address, args.secure_port, SecurePort(app), threaded=True,
+                                        request_handler=HTTP11Handler,
+                                        ssl_context=(args.tls_cert_file, args.tls_private_key_file))
+        except (OSError, ssl.SSLError) as error:
+            server.server_close()
+            print(f"error: cannot serve HTTPS on {args.bind_address}:{args.secure_port}: {error}", file=sys.stderr)
+            return 1
+        servers.append(secure_server)
+    for each in servers:
+        each.log_requests = args.log_requests
+        each.daemon_threads = True        # open watches do not hold up a shutdown
     keep_stored_objects_out_of_full_collections()
-    server.daemon_threads = True          # open watches do not hold up a shutdown
 
     def stop(signum, frame):
-        threading.Thread(target=server.shutdown).start()
+        for each in servers:
+            threading.Thread(target=each.shutdown).start()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     log.info("serving", address=f"http://{args.insecure_bind_address}:{server.port}", data_dir=args.data_dir)
+    if len(servers) == 2:
+        threading.Thread(target=servers[1].serve_forever, daemon=True, name="secure-port").start()
+        log.info("serving", address=f"https://{args.bind_address}:{servers[1].port}",
+                 authorization=args.authorization_mode, admission=args.enable_admission_plugins)
     server.serve_forever()
     log.info("stopped")
     return 0
+
+
+def _check_secure_flags(args) -> str | None:
+    """The secure port's flags make sense together, or say what is missing."""
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        return "--tls-cert-file and --tls-private-key-file go together"
+    if args.tls_cert_file and not args.token_auth_file:
+        return "the secure port needs --token-auth-file: without it no one could use it (make certs writes one)"
+    if args.tls_cert_file and args.authorization_mode == "ABAC" and not args.authorization_policy_file:
+        return ("--authorization-mode ABAC needs --authorization-policy-file "
+                "(02-apiserver/policy.jsonl is an example); or --authorization-mode AlwaysAllow")
+    unknown = [p for p in args.enable_admission_plugins.split(",") if p and p not in admission.PLUGINS]
+    if unknown:
+        return f"unknown admission plugin(s) {', '.join(unknown)}: choose from {', '.join(admission.PLUGINS)}"
+    return None
 
 
 if __name__ == "__main__":

@@ -12,13 +12,17 @@ from dataclasses import dataclass, field
 from flask import Flask
 from werkzeug.exceptions import HTTPException
 
+import abac
+import admission
 import api_errors
 import authentication
 import discovery
+import gauntlet
 import objects
 import openapi
 import registry
 import rest
+import tokens
 from common.log import get_logger
 from file_store import FileStore
 from watch import WatchCounter
@@ -42,8 +46,12 @@ class APIServer:
     watches: WatchCounter
     max_watch_seconds: int
     bookmark_seconds: float
-    authenticator: object = field(default=authentication.allow_anonymous_admin)
+    # The secure port's gauntlet (the insecure port needs none): who holds
+    # which token, and what the policy allows. With no token file, nobody.
+    authenticator: object = field(default=authentication.nobody)
     authorizer: object = field(default=authentication.allow_all)
+    admission_plugins: tuple = admission.DEFAULT_PLUGINS
+    allow_privileged: bool = False
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -55,14 +63,23 @@ def create_app(config: dict | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
 
     store = FileStore(app.config["DATA_DIR"], app.config["WATCH_CACHE_SIZE"])
-    app.extensions["apiserver"] = APIServer(
+    server = APIServer(
         store=store, watches=WatchCounter(app.config["MAX_WATCHES"]),
-        max_watch_seconds=app.config["MAX_WATCH_SECONDS"], bookmark_seconds=app.config["BOOKMARK_SECONDS"])
+        max_watch_seconds=app.config["MAX_WATCH_SECONDS"], bookmark_seconds=app.config["BOOKMARK_SECONDS"],
+        admission_plugins=tuple(app.config.get("ADMISSION_PLUGINS") or admission.DEFAULT_PLUGINS),
+        allow_privileged=bool(app.config.get("ALLOW_PRIVILEGED")))
+    if app.config.get("TOKEN_AUTH_FILE"):
+        server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
+    if app.config.get("AUTHORIZATION_POLICY_FILE"):
+        server.authorizer = abac.ABACAuthorizer(app.config["AUTHORIZATION_POLICY_FILE"])
+    app.extensions["apiserver"] = server
+    admission.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)
 
     app.register_blueprint(discovery.bp)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(rest.bp)
+    gauntlet.install(app)
     _register_error_handlers(app)
     return app
 

@@ -28,5 +28,11 @@ def allow_anonymous_admin(request) -> User:
     return INSECURE_USER
 
 
+def nobody(request) -> User:
+    """The secure port's authenticator when no --token-auth-file was given."""
+    import tokens
+    raise tokens.unauthorized()
+
+
 def allow_all(user: User, info) -> None:
     """An authorizer raises api_errors 403 Forbidden to refuse; this one never does."""

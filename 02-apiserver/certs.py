@@ -320,7 +320,7 @@ def main(argv=None) -> int:
     print(f"  {d}/admin.kubeconfig {d}/scheduler.kubeconfig {d}/controller-manager.kubeconfig")
     print("  python 02-apiserver/apiserver.py --data-dir DATA "
           f"--tls-cert-file {d}/apiserver.crt --tls-private-key-file {d}/apiserver.key "
-          f"--token-auth-file {d}/tokens.csv")
+          f"--token-auth-file {d}/tokens.csv --authorization-policy-file 02-apiserver/policy.jsonl")
     for node in args.nodes:
         print(f"Copy to {node}: {d}/{node}.kubeconfig {d}/ca.crt")
     print(f"Keep {d}/ca.key off the cluster: whoever holds it can mint certificates the nodes trust.")

@@ -93,7 +93,10 @@ def apply_field_validation(obj: dict, body: bytes, resource, mode: str) -> list[
     mode = mode or "Warn"                # Kubernetes' default when the client says nothing
     if mode not in ("Strict", "Warn", "Ignore"):
         raise api_errors.bad_request(f"fieldValidation must be Strict, Warn or Ignore, not {mode!r}")
-    unknown = field_validation.unknown_fields(resource.group, resource.version, resource.kind, obj)
+    try:
+        unknown = field_validation.unknown_fields(resource.group, resource.version, resource.kind, obj)
+    except RecursionError:
+        raise api_errors.bad_request("the request body is nested too deeply") from None
     duplicates = []
     if mode != "Ignore" and body.lstrip()[:1] == b"{":   # YAML bodies go through common.manifests, which refuses duplicates
         duplicates = field_validation.find_duplicate_fields(body)

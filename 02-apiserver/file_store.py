@@ -60,6 +60,11 @@ def _file_name(name: str) -> str:
     return f"{name[:200]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}.json"
 
 
+def _without_version(obj: dict) -> dict:
+    """The object minus its resourceVersion: what "nothing changed" compares."""
+    return {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}}
+
+
 class _Commit:
     """One acknowledged-to-be write on its way to disk (obj None: a delete)."""
 
@@ -81,14 +86,14 @@ def _fsync_dir(path: Path) -> None:
 
 
 # [START atomic-write]
-_temporary_names = (f"{os.getpid()}-{n}" for n in itertools.count())   # unique in this process
+_temporary_numbers = itertools.count()   # next() on a count is atomic: safe from many threads
 
 
 def _write_temporary(path: Path, data: bytes) -> Path:
     """The first half of an atomic write: a fsync'd temporary file beside `path`."""
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".tmp-{next(_temporary_names)}")   # short: names may be 253 characters
+    temporary = path.with_name(f".tmp-{os.getpid()}-{next(_temporary_numbers)}")   # short: names may be 253 chars
     with open(temporary, "wb") as f:
         f.write(data)
         f.flush()
@@ -245,11 +250,16 @@ class FileStore:
             commit.ready = True
             with self._publishing:
                 self._publish_ready()
-        except OSError as error:
-            # The disk refused a write the others may already build on: the
-            # memory no longer matches the disk. Stop; the disk is the truth.
-            log.error("cannot write to the data directory; stopping", file=str(commit.path), error=str(error))
+        except Exception as error:        # noqa: BLE001 (any failure here must stop the server)
+            # The disk refused a write the others may already build on (or
+            # the write could not be made): the memory no longer matches the
+            # disk, and later writes would wait for this one forever. Stop;
+            # the disk is the truth, and a restart starts from it.
+            log.error("cannot write to the data directory; stopping", file=str(commit.path), error=repr(error))
             os._exit(1)
+        self._wait_published(commit)
+
+    def _wait_published(self, commit: "_Commit") -> None:
         with self._published_changed:
             self._published_changed.wait_for(lambda: commit.done)
 
@@ -308,11 +318,20 @@ class FileStore:
                 # The client read an older version than the one stored now:
                 # someone else wrote in between. Refuse; the client re-reads and retries.
                 raise api_errors.conflict(resource, name)
-            if new == current:
-                return current            # nothing changed: no new version, no event
-            rv = self._stamp(new)
-            commit = self._enqueue(resource, namespace, name, new,
-                                   Event("MODIFIED", rv, resource, namespace or "", new, current))
+            if _without_version(new) == _without_version(current):
+                # Nothing changed: no new version, no event. If the current
+                # object is itself still on its way to disk, wait for it.
+                pending = self._unpublished.get((resource.group, resource.plural, namespace or "", name))
+                unchanged = True
+            else:
+                unchanged = False
+                rv = self._stamp(new)
+                commit = self._enqueue(resource, namespace, name, new,
+                                       Event("MODIFIED", rv, resource, namespace or "", new, current))
+        if unchanged:
+            if pending is not None:
+                self._wait_published(pending)
+            return current
         self._commit(commit)
         return new
     # [END optimistic-concurrency]

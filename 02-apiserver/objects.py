@@ -14,6 +14,8 @@ import random
 import time
 import uuid
 
+from common.quantity import parse_quantity
+
 # Kubernetes' generateName alphabet: no vowels (no accidental words), no
 # digits or letters that look alike.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -36,6 +38,14 @@ def prepare_for_create(obj: dict, resource) -> None:
     meta["generation"] = 1
     if "status" in resource.subresources:
         obj["status"] = initial_status(resource, obj)
+
+
+def finish_create(obj: dict, resource) -> None:
+    """After admission, which may have changed the spec: what follows from it.
+    (A pod's QoS class depends on the resources LimitRanger may fill in.)"""
+    if resource.kind == "Pod" and isinstance(obj.get("status"), dict):
+        spec = obj.get("spec")
+        obj["status"]["qosClass"] = qos_class(spec if isinstance(spec, dict) else {})
 
 
 def initial_status(resource, obj: dict) -> dict:
@@ -62,12 +72,23 @@ def qos_class(spec: dict) -> str:
         return value if isinstance(value, dict) else {}
     containers = [c for c in as_list(spec.get("containers")) + as_list(spec.get("initContainers"))
                   if isinstance(c, dict)]
-    requests = [as_map(as_map(c.get("resources")).get("requests")) for c in containers]
-    limits = [as_map(as_map(c.get("resources")).get("limits")) for c in containers]
+    def amounts(container: dict, which: str) -> dict:
+        """cpu and memory only (what QoS looks at), as exact quantities."""
+        out = {}
+        for resource, value in as_map(as_map(container.get("resources")).get(which)).items():
+            if resource in ("cpu", "memory"):
+                try:
+                    out[resource] = parse_quantity(str(value))
+                except ValueError:
+                    pass              # validation reports it
+        return out
+    requests = [amounts(c, "requests") for c in containers]
+    limits = [amounts(c, "limits") for c in containers]
     if not any(requests) and not any(limits):
         return "BestEffort"
     guaranteed = all(
-        all(limit.get(r) is not None and request.get(r, limit.get(r)) == limit.get(r) for r in ("cpu", "memory"))
+        all(resource in limit and request.get(resource, limit[resource]) == limit[resource]
+            for resource in ("cpu", "memory"))
         for request, limit in zip(requests, limits))
     return "Guaranteed" if guaranteed else "Burstable"
 

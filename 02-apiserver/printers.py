@@ -264,6 +264,11 @@ def configmap_cells(cm: dict, now: datetime) -> list:
     return [name_of(cm), keys, age(cm, now)]
 
 
+def created_at_cells(obj: dict, now: datetime) -> list:
+    """Kubernetes' generic columns for kinds without their own: NAME, CREATED AT."""
+    return [name_of(obj), as_str(as_dict(obj.get("metadata")).get("creationTimestamp")) or "<unknown>"]
+
+
 def secret_cells(secret: dict, now: datetime) -> list:
     return [name_of(secret), as_str(secret.get("type")), len(as_dict(secret.get("data"))), age(secret, now)]
 
@@ -388,6 +393,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Name", "The event object's own name.", priority=1, format="name"),
     ), event_cells),
     ("", "ConfigMap"): Printer((NAME, Column("Data", "Number of keys."), AGE), configmap_cells),
+    ("", "LimitRange"): Printer((NAME, Column("Created At", "When the object was created.", "date")),
+                                created_at_cells),
     ("", "Secret"): Printer((NAME, Column("Type", "What the secret holds, e.g. Opaque."),
                              Column("Data", "Number of keys."), AGE), secret_cells),
     ("apps", "ReplicaSet"): Printer((

@@ -69,6 +69,7 @@ RESOURCES: tuple[Resource, ...] = (
                                 "source", "type")),
     Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
     Resource("", "v1", "Secret", "secrets", True, (), selectable_fields=("type",)),
+    Resource("", "v1", "LimitRange", "limitranges", True, ("limits",)),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ("rs",), ("status", "scale"), ALL),
     Resource("apps", "v1", "Deployment", "deployments", True, ("deploy",), ("status", "scale"), ALL),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), ALL),

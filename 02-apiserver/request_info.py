@@ -67,3 +67,14 @@ def parse(method: str, path: str, args) -> RequestInfo:
     elif verb == "create" and subresource != "binding":
         raise api_errors.method_not_allowed(f"POST creates in a collection: drop the name {name!r} from the URL")
     return RequestInfo(verb, resource, namespace, name, subresource)
+
+
+def is_resource_path(path: str) -> bool:
+    """True for a URL that names objects (/api/v1/pods, /apis/apps/v1/...);
+    False for discovery (/api, /api/v1, /apis/apps/v1) and everything else."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["api"]:
+        return len(parts) >= 3
+    if parts[:1] == ["apis"]:
+        return len(parts) >= 4
+    return False

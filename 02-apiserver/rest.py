@@ -5,9 +5,9 @@ order Kubernetes' own handler chain uses:
 
     authenticate -> authorize -> decode -> admission -> validation -> storage
 
-Authentication and authorization arrive with the secure port (they let
-everyone through on the insecure one, as Kubernetes' insecure port did);
-the place where they run is already here.
+Authentication and authorization (gauntlet.py) let everyone through on
+the insecure port, as Kubernetes' insecure port did; on the secure port a
+request needs a token, and the policy must allow what it asks.
 """
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ import base64
 import copy
 import json
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app, g, request
 
 import admission
 import api_errors
 import decode
+import gauntlet
 import objects
 import patches
 import printers
@@ -61,8 +62,9 @@ def warning_header(text: str) -> str:
 @bp.route("/apis/<path:path>", methods=_METHODS)
 def serve_resource(path: str):
     info = request_info.parse(request.method, request.path, request.args)
-    user = server().authenticator(request)           # who is asking?
-    server().authorizer(user, info)                  # may they do this?
+    g.info = info                                    # for the audit line
+    user = gauntlet.authenticate(request)            # who is asking? (401 Unauthorized)
+    gauntlet.authorize(user, info)                   # may they do this? (403 Forbidden)
     handler = _HANDLERS.get((info.verb, info.subresource))
     if handler is None:
         raise api_errors.method_not_allowed(
@@ -193,6 +195,8 @@ def _store_create(info, obj: dict, body: bytes):
     objects.prepare_for_create(obj, info.resource)
     obj = apply_defaults(info.resource.group, info.resource.kind, obj)
     _admit_validate(obj, None, info, "CREATE")
+    objects.finish_create(obj, info.resource)
+    g.created = obj["metadata"].get("name")           # the audit line names what was made
     if _dry_run():
         return respond(obj, 201, warnings)
     return respond(server().store.create(info.resource, obj), 201, warnings)
@@ -263,8 +267,10 @@ def _store_update(info, change, warnings: list[str], subresource: str = ""):
 
     def update_fn(current: dict) -> dict:
         old = copy.deepcopy(current)
-        new = objects.prepare_for_update(change(current), old, info.resource, subresource)
-        new = apply_defaults(info.resource.group, info.resource.kind, new)
+        # Defaults first, as Kubernetes applies them when it decodes: a PUT
+        # that leaves out a defaulted field has not changed the spec.
+        new = apply_defaults(info.resource.group, info.resource.kind, change(current))
+        new = objects.prepare_for_update(new, old, info.resource, subresource)
         _admit_validate(new, old, info, "UPDATE", subresource)
         if dry_run:
             raise _DryRunResult(new)
@@ -339,14 +345,25 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
             if resource.kind == "Namespace":
                 obj.setdefault("status", {})["phase"] = "Terminating"
             return obj
-        marked = store.update(resource, namespace, name, mark)
+        marked = store.update(resource, namespace, name, _unchanged_since(current, resource, mark))
         if resource.kind == "Namespace":
             admission.sync_namespace(server_state, name)
             marked = store.get(resource, namespace, name) or marked
         return finish_deletion_if_done(server_state, resource, marked)
-    gone = store.delete(resource, namespace, name)
+    gone = store.delete(resource, namespace, name, _unchanged_since(current, resource))
     admission.deleted(server_state, resource, gone)
     return gone, True
+
+
+def _unchanged_since(decided_on: dict, resource, then=lambda obj: obj):
+    """The decision to delete (now, or only mark) was made on `decided_on`;
+    if the object changed since (a finalizer added?), refuse with 409 and
+    let the client ask again, rather than act on a stale read."""
+    def check(latest: dict) -> dict:
+        if latest["metadata"].get("resourceVersion") != decided_on["metadata"].get("resourceVersion"):
+            raise api_errors.conflict(resource, decided_on["metadata"]["name"])
+        return then(latest)
+    return check
 
 
 def finish_deletion_if_done(server_state, resource, obj: dict) -> tuple[dict, bool]:

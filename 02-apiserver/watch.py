@@ -115,9 +115,10 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
                     if _client_gone(sock):
                         return
                     if bookmarks and time.monotonic() - last_sent > server.bookmark_seconds:
-                        yield _bookmark(resource, store.resource_version)
+                        yield _bookmark(resource, since)   # "you have seen everything up to here"
                         last_sent = time.monotonic()
                     continue
+                since = event.resource_version
                 if event.resource is not resource:
                     continue
                 was, now = matches(event.old), matches(event.obj)

@@ -89,7 +89,7 @@ class WatchCache:
         can send a bookmark or notice that its client went away."""
         with self._changed:
             position = self._position_after(rv)
-        while True:
+        while time.monotonic() < deadline:    # also for a watcher that never catches up
             with self._changed:
                 if position < self._next - self._capacity:
                     raise Expired("the watcher fell behind the kept history")

@@ -83,6 +83,9 @@ class Client:
         if body is not None:
             headers.setdefault("Content-Type", content_type)
         kwargs.setdefault("timeout", 30)
+        if self.session.verify is not True:
+            # Per request: requests lets REQUESTS_CA_BUNDLE override a session's CA file.
+            kwargs.setdefault("verify", self.session.verify)
         return self.session.request(method, self.url + path, data=body, headers=headers, **kwargs)
 
     def get(self, path, **kw):
