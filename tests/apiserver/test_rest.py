@@ -325,3 +325,12 @@ def test_delete_answers_as_kubernetes_does(api, namespace):
     configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
     api.post(configmaps, {"metadata": {"name": "held", "finalizers": ["example.com/keep"]}})
     assert api.delete(f"{configmaps}/held").json()["metadata"]["deletionTimestamp"]
+
+
+def test_putting_the_same_manifest_again_changes_nothing(api, namespace):
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments"
+    first = api.post(path, deployment("same")).json()
+    body = dict(deployment("same"))          # as sent the first time: no defaults, no resourceVersion
+    again = api.put(f"{path}/same", body).json()
+    assert again["metadata"]["generation"] == 1
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
