@@ -13,6 +13,7 @@ from flask import Flask
 from werkzeug.exceptions import HTTPException
 
 import abac
+import access_review
 import admission
 import api_errors
 import authentication
@@ -78,6 +79,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     app.register_blueprint(discovery.bp)
     app.register_blueprint(openapi.bp)
+    app.register_blueprint(access_review.bp)
     app.register_blueprint(rest.bp)
     gauntlet.install(app)
     _register_error_handlers(app)

@@ -66,7 +66,7 @@ def serve_resource(path: str):
     user = gauntlet.authenticate(request)            # who is asking? (401 Unauthorized)
     gauntlet.authorize(user, info)                   # may they do this? (403 Forbidden)
     handler = _HANDLERS.get((info.verb, info.subresource))
-    if handler is None:
+    if handler is None or info.verb not in info.resource.verbs and not info.subresource:
         raise api_errors.method_not_allowed(
             f"{info.verb} is not supported on {info.resource}{'/' + info.subresource if info.subresource else ''}")
     return handler(info)

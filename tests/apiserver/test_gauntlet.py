@@ -213,3 +213,25 @@ def test_the_secure_port_without_a_token_file_is_refused(tmp_path, certs):
 def test_plain_http_on_the_secure_port_gets_no_answer_it_could_misread(secure):
     with pytest.raises(requests.ConnectionError):
         requests.get(f"http://127.0.0.1:{secure.secure_port}/version", timeout=5)
+
+
+@pytest.mark.parametrize("user,args,answer", [
+    ("viewer", ("get", "pods"), "yes"),
+    ("viewer", ("delete", "pods"), "no"),
+    ("admin", ("delete", "nodes"), "yes"),
+    ("system:node:node1", ("list", "deployments.apps"), "no"),
+])
+def test_kubectl_auth_can_i_asks_the_policy(secure, certs, kubectl, tmp_path, user, args, answer):
+    name = "node1" if user.startswith("system:node:") else user
+    config = (certs / f"{name}.kubeconfig").read_text().replace("https://127.0.0.1:1", secure.secure_url)
+    path = tmp_path / "config"
+    path.write_text(config)
+    result = subprocess.run([kubectl, "--kubeconfig", str(path), "--cache-dir", str(tmp_path / "cache"),
+                             "auth", "can-i", *args], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split()[:1] == [answer], result.stderr      # "no - No policy matched."
+    assert result.returncode == (0 if answer == "yes" else 1)
+
+
+def test_a_get_on_a_kind_that_only_answers_questions_is_405(api):
+    response = api.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+    assert response.status_code == 405

@@ -98,10 +98,10 @@ def test_every_patch_advertises_field_validation(documents):
             params = {(p["name"], p["in"]) for p in op["parameters"]}
             assert ("fieldValidation", "query") in params, path
             assert "application/strategic-merge-patch+json" in op["requestBody"]["content"]
-    assert patches >= len(registry.RESOURCES)
+    assert patches >= len([r for r in registry.RESOURCES if "patch" in r.verbs])
 
 
-@pytest.mark.parametrize("resource", registry.RESOURCES, ids=str)
+@pytest.mark.parametrize("resource", [r for r in registry.RESOURCES if "get" in r.verbs], ids=str)
 def test_every_served_kind_is_explainable(documents, resource):
     """kubectl explain finds the kind through an operation on the resource's
     path, then the schema carrying the same group-version-kind."""

@@ -598,7 +598,7 @@ def test_naive_now_is_utc_and_default_now_is_the_clock():
     assert printers.to_table(resource_of(fresh), [fresh])["rows"][0]["cells"][4] in ("0s", "1s", "2s")
 
 
-@pytest.mark.parametrize("resource", registry.RESOURCES, ids=str)
+@pytest.mark.parametrize("resource", [r for r in registry.RESOURCES if "list" in r.verbs], ids=str)
 def test_every_kind_has_a_name_column_and_well_formed_definitions(resource):
     definitions = printers.to_table(resource, [], now=NOW)["columnDefinitions"]
     assert [d["format"] for d in definitions].count("name") == 1
