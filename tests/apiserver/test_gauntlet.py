@@ -235,3 +235,31 @@ def test_kubectl_auth_can_i_asks_the_policy(secure, certs, kubectl, tmp_path, us
 def test_a_get_on_a_kind_that_only_answers_questions_is_405(api):
     response = api.get("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
     assert response.status_code == 405
+
+
+def test_the_shared_client_flags_reach_the_secure_port(secure, certs, tmp_path):
+    """common/kubeconfig.py: what every client component (kubelet, scheduler...)
+    uses for --kubeconfig / --apiserver / --token."""
+    import argparse
+
+    from common import kubeconfig
+
+    config = tmp_path / "node1.kubeconfig"
+    config.write_text((certs / "node1.kubeconfig").read_text().replace("https://127.0.0.1:1", secure.secure_url))
+    parser = argparse.ArgumentParser()
+    kubeconfig.add_flags(parser)
+    connection = kubeconfig.from_args(parser.parse_args(["--kubeconfig", str(config)]))
+    assert connection.server == secure.secure_url and "<set>" in repr(connection)
+    assert _tokens(certs)["system:node:node1"] not in repr(connection)
+    session = connection.session()
+    assert session.get(secure.secure_url + "/api/v1/pods", verify=session.verify).status_code == 200
+    plain = kubeconfig.from_args(parser.parse_args([]))
+    assert plain.server == "http://127.0.0.1:8080" and plain.token is None
+    flags = kubeconfig.from_args(parser.parse_args(["--apiserver", secure.secure_url, "--token",
+                                                    _tokens(certs)["viewer"], "--certificate-authority",
+                                                    str(certs / "ca.crt")]))
+    assert flags.session().get(secure.secure_url + "/api/v1/pods", verify=str(certs / "ca.crt")).status_code == 200
+    broken = tmp_path / "broken"
+    broken.write_text("current-context: nowhere\ncontexts: []\n")
+    with pytest.raises(kubeconfig.KubeconfigError, match="no context named 'nowhere'"):
+        kubeconfig.load(broken)

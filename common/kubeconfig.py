@@ -1,0 +1,113 @@
+"""Where the API server is and who we are: the flags every client component takes.
+
+Every component that talks to the API server (the kubelet, the scheduler,
+the controller manager, the proxy, DNS) takes the same three ways of saying
+where it is and who it is, as the real components do:
+
+    --kubeconfig FILE          a kubeconfig, such as those `make certs` writes
+    --apiserver URL            the server's URL (the insecure port, or HTTPS)
+    --token TOKEN --certificate-authority FILE   for HTTPS without a kubeconfig
+
+`add_flags(parser)` adds them and `from_args(args)` turns them into a
+Connection, which knows how to make a `requests.Session` that sends the
+token and trusts the cluster's CA. The kubeconfig's current context picks
+the cluster and user; the CA may be inline (certificate-authority-data) or a
+file path, relative to the kubeconfig's own directory, as kubectl reads it.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+
+class KubeconfigError(ValueError):
+    """The kubeconfig cannot be used; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    server: str                    # https://10.0.0.10:6443 or http://127.0.0.1:8080
+    token: str | None = None
+    ca_file: str | None = None     # a PEM file to trust; None: the system's CAs (or plain HTTP)
+    insecure_skip_tls_verify: bool = False
+    namespace: str = "default"
+
+    def session(self):
+        import requests
+        session = requests.Session()
+        if self.token:
+            session.headers["Authorization"] = f"Bearer {self.token}"
+        session.verify = False if self.insecure_skip_tls_verify else (self.ca_file or True)
+        return session
+
+    def __repr__(self) -> str:       # never print a token
+        return f"Connection(server={self.server!r}, token={'<set>' if self.token else None}, ca_file={self.ca_file!r})"
+
+
+def add_flags(parser: argparse.ArgumentParser, default_server: str = "http://127.0.0.1:8080") -> None:
+    group = parser.add_argument_group("connecting to the API server")
+    group.add_argument("--kubeconfig", help="a kubeconfig file (server, CA and token); overrides the defaults below")
+    group.add_argument("--apiserver", "--master", dest="apiserver",
+                       help=f"the API server's URL (default {default_server}, or the kubeconfig's)")
+    group.add_argument("--token", help="a bearer token for the secure port")
+    group.add_argument("--certificate-authority", help="a CA file to trust for the secure port")
+    parser.set_defaults(default_apiserver=default_server)
+
+
+def from_args(args: argparse.Namespace) -> Connection:
+    base = load(args.kubeconfig) if args.kubeconfig else Connection(args.default_apiserver)
+    return Connection(server=args.apiserver or base.server, token=args.token or base.token,
+                      ca_file=args.certificate_authority or base.ca_file,
+                      insecure_skip_tls_verify=base.insecure_skip_tls_verify, namespace=base.namespace)
+
+
+def load(path: str | os.PathLike) -> Connection:
+    """The current context's cluster and user from a kubeconfig file."""
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise KubeconfigError(f"cannot read kubeconfig {path}: {error}") from None
+    if not isinstance(config, dict):
+        raise KubeconfigError(f"{path} is not a kubeconfig (expected a YAML map with clusters, users, contexts)")
+    name = config.get("current-context")
+    context = _named(config, "contexts", name, path).get("context") or {}
+    cluster = _named(config, "clusters", context.get("cluster"), path).get("cluster") or {}
+    user = _named(config, "users", context.get("user"), path).get("user") or {} if context.get("user") else {}
+    server = cluster.get("server")
+    if not server:
+        raise KubeconfigError(f"{path}: cluster {context.get('cluster')!r} has no server URL")
+    return Connection(server=server.rstrip("/"), token=user.get("token"),
+                      ca_file=_ca_file(cluster, path),
+                      insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify")),
+                      namespace=context.get("namespace") or "default")
+
+
+def _named(config: dict, section: str, name, path: Path) -> dict:
+    for entry in config.get(section) or []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            return entry
+    raise KubeconfigError(f"{path}: no {section[:-1]} named {name!r} (current-context {config.get('current-context')!r})")
+
+
+def _ca_file(cluster: dict, path: Path) -> str | None:
+    if cluster.get("certificate-authority"):
+        ca = Path(cluster["certificate-authority"])
+        return str(ca if ca.is_absolute() else path.parent / ca)
+    if cluster.get("certificate-authority-data"):
+        # requests wants a file: write the inline CA to a private temporary one.
+        try:
+            pem = base64.b64decode(cluster["certificate-authority-data"])
+        except ValueError:
+            raise KubeconfigError(f"{path}: certificate-authority-data is not base64") from None
+        handle, name = tempfile.mkstemp(prefix="groundup-ca-", suffix=".crt")
+        with os.fdopen(handle, "wb") as f:
+            f.write(pem)
+        return name
+    return None
