@@ -8,6 +8,7 @@ import pytest
 from common.defaults import apply_defaults
 from common.field_errors import FieldError
 from common.validate import KINDS, validate_object, validate_status_update
+from test_validation import DELETE, with_changes  # one copy of the path-editing helper
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"
 LABEL_MSG = (
@@ -95,27 +96,6 @@ def check(kind, obj, old=None):
     return [str(e) for e in validate_object(GROUPS[kind], kind, obj, old)]
 
 
-def with_changes(obj, changes):
-    """Apply {"a.b[0].c": value} (DELETE removes the key) to a copy."""
-    obj = copy.deepcopy(obj)
-    for path, value in changes.items():
-        keys = []
-        for part in path.split("."):
-            name, _, rest = part.partition("[")
-            keys.append(name)
-            if rest:
-                keys += [int(i) for i in rest.rstrip("]").split("][")]
-        target = obj
-        for k in keys[:-1]:
-            target = target[k]
-        if value is DELETE:
-            del target[keys[-1]]
-        else:
-            target[keys[-1]] = value
-    return obj
-
-
-DELETE = object()
 
 
 @pytest.mark.parametrize("kind", ALL_KINDS)
