@@ -85,8 +85,8 @@ def main() -> int:
         console.print("\n[bold]docker ps[/bold] (the pause containers hold each pod's network):")
         subprocess.run(["docker", "ps", "--filter", f"label=io.groundup.node-name={NODE}",
                         "--format", "table {{.Names}}\t{{.Image}}\t{{.Status}}"], check=False)
-        page = requests.get("http://127.0.0.1:8080/", timeout=5).text.strip()
-        console.print(f"\n[bold]curl http://127.0.0.1:8080/[/bold] (web's hostPort) -> {page}")
+        page = requests.get("http://127.0.0.1:8000/", timeout=5).text.strip()
+        console.print(f"\n[bold]curl http://127.0.0.1:8000/[/bold] (web's hostPort) -> {page}")
         logs = requests.get(f"http://127.0.0.1:{port}/containerLogs/default/one-shot/count", timeout=5).text
         console.print(f"[bold]one-shot's logs:[/bold] {' | '.join(logs.splitlines())}")
     except BaseException:
