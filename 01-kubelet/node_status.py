@@ -1,0 +1,95 @@
+"""The Node object a kubelet registers, and the heartbeat that keeps it Ready.
+
+A kubelet that joins a cluster first says who it is: a Node named after the
+machine, with its addresses, what it can hold (capacity: CPUs, memory,
+pods) and what it runs (nodeInfo). The scheduler (chapter 03) places pods by
+these numbers. Then, every few seconds, it renews the node's Ready
+condition: a node whose heartbeat goes stale is presumed dead (chapter 04's
+node lifecycle controller acts on that).
+
+These functions only build objects; the kubelet sends them.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import time
+
+MAX_PODS = 110            # Kubernetes' default --max-pods
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def machine_memory_bytes() -> int:
+    """MemTotal from /proc/meminfo (Linux), in bytes."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no MemTotal in /proc/meminfo")
+
+
+def _arch() -> str:
+    machine = platform.machine()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+
+
+# [START node-object]
+def node_object(node_name: str, node_ip: str, kubelet_port: int, docker_version: str) -> dict:
+    """The Node as this kubelet registers it, measured from the real machine."""
+    memory = f"{machine_memory_bytes() // 1024}Ki"
+    capacity = {"cpu": str(os.cpu_count() or 1), "memory": memory, "pods": str(MAX_PODS)}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": node_name, "labels": {
+            "kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux", "kubernetes.io/arch": _arch()}},
+        "spec": {},
+        "status": {
+            "capacity": capacity,
+            "allocatable": dict(capacity),
+            "addresses": [{"type": "InternalIP", "address": node_ip},
+                          {"type": "Hostname", "address": socket.gethostname()}],
+            # Where the API server finds this kubelet (for `kubectl logs`).
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
+            "nodeInfo": {"operatingSystem": "linux", "architecture": _arch(),
+                         "kernelVersion": platform.release(), "osImage": _os_image(),
+                         "containerRuntimeVersion": f"docker://{docker_version}",
+                         "kubeletVersion": "v1.32.0-groundup", "kubeProxyVersion": "",
+                         "machineID": "", "systemUUID": "", "bootID": ""},
+            "conditions": [ready_condition(True, "KubeletReady", "kubelet is posting ready status")],
+        },
+    }
+# [END node-object]
+
+
+def ready_condition(ready: bool, reason: str, message: str, since: str | None = None) -> dict:
+    """The Ready condition; lastHeartbeatTime is what a heartbeat renews."""
+    stamp = now()
+    return {"type": "Ready", "status": "True" if ready else "False", "reason": reason, "message": message,
+            "lastHeartbeatTime": stamp, "lastTransitionTime": since or stamp}
+
+
+def heartbeat(node: dict) -> dict:
+    """The node's status with a fresh Ready heartbeat (the transition time kept
+    while the status stays the same, as Kubernetes reports it)."""
+    status = dict(node.get("status") or {})
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Ready"]
+    previous = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+    since = previous.get("lastTransitionTime") if previous and previous.get("status") == "True" else None
+    status["conditions"] = conditions + [ready_condition(True, "KubeletReady", "kubelet is posting ready status",
+                                                         since)]
+    return status
+
+
+def _os_image() -> str:
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system()
