@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import docker.errors
 
 import pod_config as cfg
+from common import kubeconfig
 from common.backoff import Backoff
 from common.log import EventLogger, get_logger
 from docker_runtime import ContainerInfo, DockerRuntime
@@ -342,11 +343,25 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cleanup", action="store_true",
                         help="remove every container and volume this node made, then exit")
     parser.add_argument("--all-nodes", action="store_true", help="with --cleanup: every node's, not just this one's")
+    parser.add_argument("--node-status-update-frequency", type=seconds, default=10.0,
+                        help="with an API server: how often the node's Ready heartbeat is renewed (default 10s)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    kubeconfig.add_flags(parser, default_server=None)
     args = parser.parse_args(argv)
     if args.sync_frequency <= 0 or args.backoff_initial <= 0 or args.backoff_max < args.backoff_initial:
         parser.error("--sync-frequency and --backoff-initial must be above 0, and --backoff-max at least --backoff-initial")
     return args
+
+
+def join_cluster(args: argparse.Namespace, runtime: DockerRuntime, log: EventLogger) -> None:
+    """Register this node with the API server and keep its heartbeat (in a thread)."""
+    from common.client import APIClient
+    from node_registration import NodeRegistration
+    from node_status import node_object
+
+    client = APIClient(kubeconfig.from_args(args))
+    node = node_object(args.node_name, args.node_ip or default_node_ip(), args.read_only_port, runtime.version())
+    NodeRegistration(client, node, args.node_status_update_frequency, log).start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -360,13 +375,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.cleanup:
         return cleanup(runtime, args.all_nodes, log)
-    if not args.manifests:
-        log.error("nothing to run: give --manifests DIR")
+    joins_cluster = bool(args.apiserver or args.kubeconfig)
+    if not args.manifests and not joins_cluster:
+        log.error("nothing to run: give --manifests DIR, or --apiserver URL / --kubeconfig FILE")
         return 2
     lock = lock_node(args.node_name)  # noqa: F841 (held until the process exits)
-    if not os.path.isdir(args.manifests):
+    if args.manifests and not os.path.isdir(args.manifests):
         log.warning("manifest directory does not exist yet; waiting for it", obj=args.manifests)
-    kubelet = Kubelet(args.node_name, runtime, [FileSource(args.manifests, args.node_name, log)], log,
+    sources = [FileSource(args.manifests, args.node_name, log)] if args.manifests else []
+    kubelet = Kubelet(args.node_name, runtime, sources, log,
                       pause_image=args.pod_infra_container_image, host_ip=args.node_ip or default_node_ip(),
                       sync_frequency=args.sync_frequency, backoff_initial=args.backoff_initial,
                       backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers)
@@ -374,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
         from readonly_server import serve
         # A port in use ends the process here with werkzeug's own clear message.
         serve(kubelet, args.address, args.read_only_port, log)
+    if joins_cluster:
+        join_cluster(args, runtime, log)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: kubelet.stop())

@@ -50,11 +50,13 @@ class Connection:
         return f"Connection(server={self.server!r}, token={'<set>' if self.token else None}, ca_file={self.ca_file!r})"
 
 
-def add_flags(parser: argparse.ArgumentParser, default_server: str = "http://127.0.0.1:8080") -> None:
+def add_flags(parser: argparse.ArgumentParser, default_server: str | None = "http://127.0.0.1:8080") -> None:
+    """default_server None: no API server unless --apiserver or --kubeconfig
+    says so (the kubelet, which also runs alone from a manifest directory)."""
     group = parser.add_argument_group("connecting to the API server")
     group.add_argument("--kubeconfig", help="a kubeconfig file (server, CA and token); overrides the defaults below")
     group.add_argument("--apiserver", "--master", dest="apiserver",
-                       help=f"the API server's URL (default {default_server}, or the kubeconfig's)")
+                       help=f"the API server's URL (default {default_server or 'none'}, or the kubeconfig's)")
     group.add_argument("--token", help="a bearer token for the secure port")
     group.add_argument("--certificate-authority", help="a CA file to trust for the secure port")
     parser.set_defaults(default_apiserver=default_server)

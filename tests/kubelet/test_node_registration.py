@@ -1,0 +1,46 @@
+"""A kubelet with --apiserver registers its Node and keeps it Ready, and
+waits out an API server that is not there yet (real processes, real HTTP)."""
+from __future__ import annotations
+
+from apiserver_harness import APIServer, Client
+from harness import make_kubelet  # noqa: F401 (a fixture)
+from polling import free_port, wait_for
+
+
+def _node(api: Client, name: str):
+    response = api.get(f"/api/v1/nodes/{name}")
+    return response.json() if response.status_code == 200 else None
+
+
+def _ready(node: dict) -> dict:
+    return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+
+def test_the_node_registers_and_its_heartbeat_stays_fresh(tmp_path, make_kubelet):
+    server = APIServer(tmp_path / "data").start()
+    try:
+        api = Client(server.url)
+        kubelet = make_kubelet("--apiserver", server.url, "--node-status-update-frequency", "0.3")
+        node = wait_for(lambda: _node(api, kubelet.node_name), timeout=30, what="the node to register")
+        assert _ready(node)["status"] == "True"
+        assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == kubelet.port
+        assert int(node["status"]["capacity"]["pods"]) == 110
+        first = _ready(node)["lastHeartbeatTime"]
+        wait_for(lambda: _ready(_node(api, kubelet.node_name))["lastHeartbeatTime"] > first, timeout=10,
+                 what="a newer heartbeat")
+        table = api.get("/api/v1/nodes", headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}).json()
+        row = next(r for r in table["rows"] if r["cells"][0] == kubelet.node_name)
+        assert row["cells"][1] == "Ready"                 # what `kubectl get nodes` shows
+    finally:
+        server.stop()
+
+
+def test_a_kubelet_started_before_the_api_server_registers_once_it_answers(tmp_path, make_kubelet):
+    port = free_port()
+    kubelet = make_kubelet("--apiserver", f"http://127.0.0.1:{port}", "--node-status-update-frequency", "0.3")
+    kubelet.wait_syncs(2)                                 # running its (empty) node meanwhile
+    server = APIServer(tmp_path / "data", port=port).start()
+    try:
+        wait_for(lambda: _node(Client(server.url), kubelet.node_name), timeout=30, what="late registration")
+    finally:
+        server.stop()
