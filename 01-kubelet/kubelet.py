@@ -107,8 +107,19 @@ class Kubelet:
                 self._submit(uid, key, self.worker.kill_pod, key, uid, actual[uid])
         self._forget_gone_pods(desired, actual)
         self.probes.sync(self._running_app_containers(desired, actual))
+        self._report_to_sources(actual)
         self.syncs += 1
         self._sweep_orphan_volumes(set(desired) | set(actual))
+
+    def _report_to_sources(self, actual: dict) -> None:
+        """Sources that can hear back (the API server) get each pod's status,
+        and learn which deleted pods have no containers left."""
+        for source in self.sources:
+            if hasattr(source, "report"):
+                for uid, pod in source.pods().items():
+                    if uid in self.statuses:
+                        source.report(pod, self.statuses[uid])
+                source.finish_deletions(set(actual))
 
     def sync_pod(self, pod: dict, containers: list[ContainerInfo]) -> None:
         """Compare, decide, hand the actions to a worker, report status."""
@@ -353,8 +364,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def join_cluster(args: argparse.Namespace, runtime: DockerRuntime, log: EventLogger) -> None:
-    """Register this node with the API server and keep its heartbeat (in a thread)."""
+def join_cluster(args: argparse.Namespace, runtime: DockerRuntime, log: EventLogger, kubelet):
+    """Register this node (and keep its heartbeat), and return the API server
+    as a pod source: the pods bound to this node."""
+    from api_source import ApiSource
     from common.client import APIClient
     from node_registration import NodeRegistration
     from node_status import node_object
@@ -362,6 +375,7 @@ def join_cluster(args: argparse.Namespace, runtime: DockerRuntime, log: EventLog
     client = APIClient(kubeconfig.from_args(args))
     node = node_object(args.node_name, args.node_ip or default_node_ip(), args.read_only_port, runtime.version())
     NodeRegistration(client, node, args.node_status_update_frequency, log).start()
+    return ApiSource(client, args.node_name, log, on_change=kubelet._wake.set).start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -392,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         # A port in use ends the process here with werkzeug's own clear message.
         serve(kubelet, args.address, args.read_only_port, log)
     if joins_cluster:
-        join_cluster(args, runtime, log)
+        kubelet.sources.append(join_cluster(args, runtime, log, kubelet))
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: kubelet.stop())

@@ -44,3 +44,28 @@ def test_a_kubelet_started_before_the_api_server_registers_once_it_answers(tmp_p
         wait_for(lambda: _node(Client(server.url), kubelet.node_name), timeout=30, what="late registration")
     finally:
         server.stop()
+
+
+def test_a_pod_bound_to_the_node_runs_reports_status_and_goes_when_deleted(tmp_path, make_kubelet):
+    server = APIServer(tmp_path / "data").start()
+    try:
+        api = Client(server.url)
+        kubelet = make_kubelet("--apiserver", server.url, "--node-status-update-frequency", "0.5")
+        wait_for(lambda: _node(api, kubelet.node_name), timeout=30, what="the node to register")
+        pod = {"metadata": {"name": "bound"},
+               "spec": {"nodeName": kubelet.node_name, "terminationGracePeriodSeconds": 1,
+                        "containers": [{"name": "app", "image": "busybox:1.35", "command": ["sleep", "3600"]}]}}
+        assert api.post("/api/v1/namespaces/default/pods", pod).status_code == 201
+        path = "/api/v1/namespaces/default/pods/bound"
+
+        def running():
+            status = api.get(path).json().get("status", {})
+            return status if status.get("phase") == "Running" and status.get("podIP") else None
+        status = wait_for(running, timeout=60, what="the pod Running with an IP, as reported by the kubelet")
+        assert status["containerStatuses"][0]["ready"] is True
+        assert len(kubelet.containers("bound", all=False)) == 2          # pause and app
+        assert api.delete(path).status_code == 200                        # graceful: the kubelet finishes it
+        wait_for(lambda: api.get(path).status_code == 404, timeout=60, what="the kubelet to delete the pod")
+        assert kubelet.containers("bound", all=False) == []
+    finally:
+        server.stop()
