@@ -111,16 +111,6 @@ class Kubelet:
         self.syncs += 1
         self._sweep_orphan_volumes(set(desired) | set(actual))
 
-    def _report_to_sources(self, actual: dict) -> None:
-        """Sources that can hear back (the API server) get each pod's status,
-        and learn which deleted pods have no containers left."""
-        for source in self.sources:
-            if hasattr(source, "report"):
-                for uid, pod in source.pods().items():
-                    if uid in self.statuses:
-                        source.report(pod, self.statuses[uid])
-                source.finish_deletions(set(actual))
-
     def sync_pod(self, pod: dict, containers: list[ContainerInfo]) -> None:
         """Compare, decide, hand the actions to a worker, report status."""
         uid = pod["metadata"]["uid"]
@@ -132,6 +122,16 @@ class Kubelet:
             self._submit(uid, cfg.pod_key(pod), self.worker.apply, pod, containers, actions)
         self._update_status(pod, containers)
     # [END sync-loop]
+
+    def _report_to_sources(self, actual: dict) -> None:
+        """Sources that can hear back (the API server) get each pod's status,
+        and learn which deleted pods have no containers left."""
+        for source in self.sources:
+            if hasattr(source, "report"):
+                for uid, pod in source.pods().items():
+                    if uid in self.statuses:
+                        source.report(pod, self.statuses[uid])
+                source.finish_deletions(set(actual))
 
     def _may_sync(self, uid: str, listed_at: float) -> bool:
         """May this pod be synced from a listing taken at listed_at? Not while
