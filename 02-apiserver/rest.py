@@ -262,6 +262,11 @@ def _apply_create(info, body: bytes, manager: str, force: bool):
 
 def _store_update(info, change, warnings: list[str], subresource: str = ""):
     """The read-modify-write every PUT and PATCH ends in; `change` makes the new object."""
+    return respond(update_object(info, change, subresource), 200, warnings)
+
+
+def update_object(info, change, subresource: str = "") -> dict:
+    """The stored object after `change` (with dryRun: what would be stored)."""
     dry_run = _dry_run()
     subresource = subresource or info.subresource
 
@@ -279,9 +284,8 @@ def _store_update(info, change, warnings: list[str], subresource: str = ""):
     try:
         stored = server().store.update(info.resource, info.namespace, info.name, update_fn)
     except _DryRunResult as result:
-        return respond(result.obj, 200, warnings)
-    stored, _ = finish_deletion_if_done(server(), info.resource, stored)
-    return respond(stored, 200, warnings)
+        return result.obj
+    return finish_deletion_if_done(server(), info.resource, stored)[0]
 
 
 class _DryRunResult(Exception):

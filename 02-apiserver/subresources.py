@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import copy
-import json
 
 import requests
 from flask import Response, request
@@ -66,10 +65,7 @@ def _change_scale(info, new_scale_of):
         if rv:
             current["metadata"]["resourceVersion"] = rv    # the Scale's version guards the update
         return current
-    response = rest._store_update(info, change, [], subresource="scale")
-    stored = json.loads(response.get_data())
-    response.set_data(json.dumps(_to_scale(stored)))
-    return response
+    return rest.respond(_to_scale(rest.update_object(info, change, subresource="scale")))
 
 
 def update_scale(info):
