@@ -66,9 +66,10 @@ def namespace_lifecycle(server, obj: dict, old: dict | None, info, operation: st
 def _containers(obj: dict) -> list[tuple[str, dict]]:
     """(field path, container) of a pod's containers; empty for anything else."""
     spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    return [(f"spec.{field}[{i}]", c) for field in ("initContainers", "containers")
-            for i, c in enumerate(spec.get(field) or []) if isinstance(c, dict)] \
-        if isinstance(spec.get("containers", []), list) else []
+    if not isinstance(spec.get("containers", []), list):
+        return []                     # validation reports it
+    return [(f"spec.{field}[{i}]", container) for field in ("initContainers", "containers")
+            for i, container in enumerate(spec.get(field) or []) if isinstance(container, dict)]
 
 
 def limit_ranger(server, obj: dict, old: dict | None, info, operation: str) -> None:

@@ -21,9 +21,9 @@ import discovery
 import gauntlet
 import objects
 import openapi
-import registry
 import rest
 import tokens
+from common.defaults import apply_defaults
 from common.log import get_logger
 from file_store import FileStore
 from watch import WatchCounter
@@ -88,14 +88,13 @@ def create_app(config: dict | None = None) -> Flask:
 
 def _ensure_system_namespaces(store: FileStore) -> None:
     """default, kube-system, kube-public, kube-node-lease exist from the start."""
-    namespaces = registry.for_kind("", "Namespace")
-    for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+    namespaces = admission.NAMESPACES
+    for name in admission.SYSTEM_NAMESPACES:
         if store.get(namespaces, "", name) is None:
-            obj = {"apiVersion": "v1", "kind": "Namespace",
-                   "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
-                   "spec": {"finalizers": ["kubernetes"]}}
+            obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                   "spec": {"finalizers": [admission.NAMESPACE_FINALIZER]}}
             objects.prepare_for_create(obj, namespaces)
-            store.create(namespaces, obj)
+            store.create(namespaces, apply_defaults("", "Namespace", obj))   # the metadata.name label
 
 
 def _register_error_handlers(app: Flask) -> None:

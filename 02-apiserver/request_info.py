@@ -28,15 +28,19 @@ class RequestInfo:
     subresource: str       # "", "status", "scale", "binding", "log"
 
 
+def _not_found(path: str) -> api_errors.APIError:
+    return api_errors.APIError(404, "NotFound", f"the server could not find the requested resource ({path})")
+
+
 def parse(method: str, path: str, args) -> RequestInfo:
-    """`path` is the URL path after /api or /apis, e.g. "v1/namespaces/d/pods/web"."""
+    """`path` is the request's whole URL path, e.g. "/api/v1/namespaces/d/pods/web"."""
     parts = [p for p in path.split("/") if p]
     if path.startswith("/api/"):
         group, rest = "", parts[1:]
         version, rest = (rest[0], rest[1:]) if rest else ("", [])
     else:
         if len(parts) < 3:
-            raise api_errors.APIError(404, "NotFound", f"the server could not find the requested resource ({path})")
+            raise _not_found(path)
         group, version, rest = parts[1], parts[2], parts[3:]
     namespace = ""
     # /namespaces/{ns}/{plural}...: a namespaced resource. /namespaces/{name}
@@ -44,10 +48,10 @@ def parse(method: str, path: str, args) -> RequestInfo:
     if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
         namespace, rest = rest[1], rest[2:]
     if not rest or len(rest) > 3:
-        raise api_errors.APIError(404, "NotFound", f"the server could not find the requested resource ({path})")
+        raise _not_found(path)
     resource = registry.lookup(group, version, rest[0])
     if resource is None:
-        raise api_errors.APIError(404, "NotFound", f"the server could not find the requested resource ({path})")
+        raise _not_found(path)
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
     if subresource and subresource not in resource.subresources:
