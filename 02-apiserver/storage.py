@@ -27,7 +27,7 @@ class Store(Protocol):
 
     @property
     def resource_version(self) -> int:
-        """The newest resourceVersion handed out."""
+        """The newest resourceVersion readers can see (published): a watch may start there."""
 
     def get(self, resource, namespace: str, name: str) -> dict | None: ...
 
