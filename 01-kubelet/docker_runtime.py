@@ -151,20 +151,26 @@ class DockerRuntime:
 
     # --- images ---------------------------------------------------------------
 
-    def ensure_image(self, image: str, policy: str) -> None:
-        """Pull according to imagePullPolicy: Always, IfNotPresent or Never."""
+    def ensure_image(self, image: str, policy: str, on_pull=None) -> bool:
+        """Pull according to imagePullPolicy: Always, IfNotPresent or Never.
+        True if it pulled; on_pull() is called just before a pull starts
+        (the kubelet's "Pulling" event)."""
         present = self._image_present(image)
         if policy == "Never" and not present:
             raise ImagePullError("ErrImageNeverPull",
                                  f'Container image "{image}" is not present with pull policy of Never')
         if policy == "Always" or not present:
             repository, tag = _split_image(image)
+            if on_pull:
+                on_pull()
             try:
                 self.api.pull(repository, tag=tag)
+                return True
             except docker.errors.APIError as error:
                 if policy == "Always" and present:
-                    return  # no registry right now; the local copy will do
+                    return False  # no registry right now; the local copy will do
                 raise ImagePullError("ErrImagePull", f'failed to pull image "{image}": {_explain(error)}')
+        return False
 
     def _image_present(self, image: str) -> bool:
         try:

@@ -26,6 +26,7 @@ import docker.errors
 import pod_config as cfg
 from common import kubeconfig
 from common.backoff import Backoff
+from common.events import EventRecorder
 from common.log import EventLogger, get_logger
 from docker_runtime import ContainerInfo, DockerRuntime
 from manifest_source import FileSource
@@ -39,7 +40,7 @@ class Kubelet:
     def __init__(self, node_name: str, runtime: DockerRuntime, sources: list, log: EventLogger, *,
                  pause_image: str = "registry.k8s.io/pause:3.9", host_ip: str = "127.0.0.1",
                  sync_frequency: float = 1.0, backoff_initial: float = 10.0, backoff_max: float = 300.0,
-                 parallel_pod_workers: int = 4):
+                 parallel_pod_workers: int = 4, events: EventRecorder | None = None):
         self.node_name = node_name
         self.runtime = runtime
         self.sources = sources
@@ -49,9 +50,11 @@ class Kubelet:
         self.crash_backoff = Backoff(backoff_initial, backoff_max, clock=time.time)
         self.start_backoff = Backoff(backoff_initial, backoff_max, clock=time.time)
         self.waiting = WaitingReasons()
+        # Events go to the API server when there is one; alone, nowhere.
+        self.events = events or EventRecorder(None, "kubelet", host=node_name)
         self.worker = PodWorker(runtime, log, self.waiting, self.crash_backoff, self.start_backoff,
-                                pause_image, host_ip)
-        self.probes = ProbeManager(runtime, log, on_change=self.wake)
+                                pause_image, host_ip, self.events)
+        self.probes = ProbeManager(runtime, log, on_change=self.wake, events=self.events)
         # What the sync loop remembers between syncs. None of it is needed
         # to converge after a restart; it makes status richer.
         self.pods: dict[str, dict] = {}                       # uid -> desired pod
@@ -101,13 +104,13 @@ class Kubelet:
             else:   # its worker is busy: no new decision, but fresh status
                 self._update_status(pod, actual.get(uid, []))
         for uid in set(actual) - set(desired):      # pods that are no longer wanted
-            if self._may_sync(uid, listed_at):
+            if self._sources_ready() and self._may_sync(uid, listed_at):
                 first = actual[uid][0]
                 key = f"{first.pod_namespace}/{first.pod_name}"
                 self._submit(uid, key, self.worker.kill_pod, key, uid, actual[uid])
         self._forget_gone_pods(desired, actual)
         self.probes.sync(self._running_app_containers(desired, actual))
-        self._report_to_sources(actual)
+        self._report_to_sources(desired, actual)
         self.syncs += 1
         self._sweep_orphan_volumes(set(desired) | set(actual))
 
@@ -123,15 +126,19 @@ class Kubelet:
         self._update_status(pod, containers)
     # [END sync-loop]
 
-    def _report_to_sources(self, actual: dict) -> None:
-        """Sources that can hear back (the API server) get each pod's status,
-        and learn which deleted pods have no containers left."""
+    def _sources_ready(self) -> bool:
+        """Have all sources said what they want? A kubelet that has just
+        started, while the API server is down, must not remove the pods the
+        server has not listed yet: they are most likely still wanted."""
+        return all(source.has_synced() for source in self.sources)
+
+    def _report_to_sources(self, desired: dict, actual: dict) -> None:
+        """Sources that can hear back (the API server) get every pod's status
+        (static pods' too, for their mirror pods) and learn which pods have
+        no containers left."""
         for source in self.sources:
             if hasattr(source, "report"):
-                for uid, pod in source.pods().items():
-                    if uid in self.statuses:
-                        source.report(pod, self.statuses[uid])
-                source.finish_deletions(set(actual))
+                source.report(desired, self.statuses, set(actual))
 
     def _may_sync(self, uid: str, listed_at: float) -> bool:
         """May this pod be synced from a listing taken at listed_at? Not while
@@ -156,14 +163,14 @@ class Kubelet:
                 self.wake()
         self._workers.submit(run)
 
-    def _running_app_containers(self, desired: dict, actual: dict) -> list[tuple[str, dict, str, str]]:
-        """(pod key, container spec, container id, pod IP) for the probes."""
+    def _running_app_containers(self, desired: dict, actual: dict) -> list[tuple[dict, dict, str, str]]:
+        """(pod, container spec, container id, pod IP) for the probes."""
         running = []
         for uid, pod in desired.items():
             specs = {c["name"]: c for c in pod["spec"]["containers"]}
             for container in actual.get(uid, []):
                 if container.running and container.name in specs:
-                    running.append((cfg.pod_key(pod), specs[container.name], container.id, self.pod_ips.get(uid, "")))
+                    running.append((pod, specs[container.name], container.id, self.pod_ips.get(uid, "")))
         return running
 
     def wake(self) -> None:
@@ -219,6 +226,7 @@ class Kubelet:
             if reason and reason != "ContainerCreating" and reason != was.get("state", {}).get("waiting", {}).get("reason"):
                 self.log.warning("container waiting", obj=key, container=status["name"],
                                  reason=reason, message=state["waiting"].get("message"))
+                self._backoff_event(pod, status, reason)
         if before and before["phase"] != after["phase"]:
             self.log.info("pod phase changed", obj=key, phase=after["phase"])
         all_running = all("running" in s["state"] for s in after["containerStatuses"])
@@ -226,6 +234,17 @@ class Kubelet:
             self._running_logged.add(uid)
             started = max(c.started_at or 0 for c in containers if c.name != cfg.SANDBOX_NAME)
             self.log.info("pod running", obj=key, startup=f"{max(0.0, started - self.first_seen[uid]):.3f}s")
+
+    def _backoff_event(self, pod: dict, status: dict, reason: str) -> None:
+        """The BackOff events `kubectl describe` shows for a waiting container
+        (one per wait; repeats are counted by the recorder)."""
+        name, meta, field = status["name"], pod["metadata"], f"spec.containers{{{status['name']}}}"
+        if reason == "CrashLoopBackOff":
+            self.events.event(pod, "Warning", "BackOff", f"Back-off restarting failed container {name} in pod "
+                              f"{meta['name']}_{meta['namespace']}({meta['uid']})", field_path=field)
+        elif reason == "ImagePullBackOff":
+            self.events.event(pod, "Normal", "BackOff", f'Back-off pulling image "{status["image"]}"', field_path=field)
+            self.events.event(pod, "Warning", "Failed", "Error: ImagePullBackOff", field_path=field)
 
     def _since_start(self, moment: str | None) -> bool:
         """Did it happen while this kubelet ran? (Deaths from before a
@@ -364,18 +383,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def join_cluster(args: argparse.Namespace, runtime: DockerRuntime, log: EventLogger, kubelet):
+def join_cluster(args: argparse.Namespace, client, runtime: DockerRuntime, log: EventLogger, kubelet):
     """Register this node (and keep its heartbeat), and return the API server
     as a pod source: the pods bound to this node."""
     from api_source import ApiSource
-    from common.client import APIClient
     from node_registration import NodeRegistration
     from node_status import node_object
 
-    client = APIClient(kubeconfig.from_args(args))
     node = node_object(args.node_name, args.node_ip or default_node_ip(), args.read_only_port, runtime.version())
     NodeRegistration(client, node, args.node_status_update_frequency, log).start()
-    return ApiSource(client, args.node_name, log, on_change=kubelet._wake.set).start()
+    node_ref = {"kind": "Node", "apiVersion": "v1", "name": args.node_name, "uid": args.node_name}
+    kubelet.events.event(node_ref, "Normal", "Starting", "Starting kubelet.")
+    return ApiSource(client, args.node_name, log, on_change=kubelet.wake).start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -396,17 +415,25 @@ def main(argv: list[str] | None = None) -> int:
     lock = lock_node(args.node_name)  # noqa: F841 (held until the process exits)
     if args.manifests and not os.path.isdir(args.manifests):
         log.warning("manifest directory does not exist yet; waiting for it", obj=args.manifests)
-    sources = [FileSource(args.manifests, args.node_name, log)] if args.manifests else []
+    # In a cluster a static pod is named <name>-<node>, as in Kubernetes, so
+    # that one manifest on two nodes makes two pods in the API (mirror pods).
+    sources = [FileSource(args.manifests, args.node_name, log, name_suffix=joins_cluster)] if args.manifests else []
+    client = events = None
+    if joins_cluster:
+        from common.client import APIClient
+        client = APIClient(kubeconfig.from_args(args), user_agent=f"kubelet/{args.node_name}")
+        events = EventRecorder(client, "kubelet", host=args.node_name, log=log).start()
     kubelet = Kubelet(args.node_name, runtime, sources, log,
                       pause_image=args.pod_infra_container_image, host_ip=args.node_ip or default_node_ip(),
                       sync_frequency=args.sync_frequency, backoff_initial=args.backoff_initial,
-                      backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers)
+                      backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers,
+                      events=events)
     if args.read_only_port:
         from readonly_server import serve
         # A port in use ends the process here with werkzeug's own clear message.
         serve(kubelet, args.address, args.read_only_port, log)
     if joins_cluster:
-        kubelet.sources.append(join_cluster(args, runtime, log, kubelet))
+        kubelet.sources.append(join_cluster(args, client, runtime, log, kubelet))
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: kubelet.stop())

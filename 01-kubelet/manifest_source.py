@@ -50,12 +50,16 @@ def unsupported(pod: dict) -> list[str]:
 class FileSource:
     """Pods from --manifests DIR (the real kubelet's --pod-manifest-path)."""
 
-    def __init__(self, directory: str, node_name: str, log: EventLogger):
+    def __init__(self, directory: str, node_name: str, log: EventLogger, name_suffix: bool = False):
         self.directory = directory
         self.node_name = node_name
         self.log = log
+        self.name_suffix = name_suffix        # in a cluster: <name>-<node name>, see mirror_pods.py
         self._files: dict[str, _File] = {}
         self._reported_duplicates: set[str] = set()
+
+    def has_synced(self) -> bool:
+        return True           # the directory is read afresh at every pods()
 
     def pods(self) -> dict[str, dict]:
         """uid -> pod, for every valid pod in the directory."""
@@ -122,6 +126,8 @@ class FileSource:
     def _complete(self, pod: dict) -> None:
         """What the kubelet adds to a static pod: a uid, its node, its source."""
         meta = pod["metadata"]
+        if self.name_suffix:
+            meta["name"] = f"{meta['name']}-{self.node_name}"
         if not meta.get("uid"):
             meta["uid"] = str(uuid.uuid5(UID_NAMESPACE, f"{self.node_name}/{meta['namespace']}/{meta['name']}"))
         pod["spec"]["nodeName"] = self.node_name

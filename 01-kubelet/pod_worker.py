@@ -4,7 +4,10 @@ compute_pod_actions (pod_actions.py) decides; the functions here act, in a
 pod worker thread, so that a slow image pull or a 30-second graceful stop
 holds up only its own pod. What went wrong on the way (an image that would
 not pull, a port already taken) is remembered as a Waiting reason, which
-the next decision and the pod's status both read.
+the next decision and the pod's status both read. What it does and what
+fails is also told as Events (Pulling, Pulled, Created, Started, Killing,
+Failed, FailedMount), which `kubectl describe pod` lists when the kubelet
+has an API server to tell (without one, the recorder drops them).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import docker.errors
 
 import pod_config as cfg
 from common.backoff import Backoff
+from common.events import EventRecorder
 from common.log import EventLogger
 from docker_runtime import ContainerInfo, DockerRuntime, ImagePullError, StartError
 from pod_actions import PodActions, Start
@@ -49,14 +53,15 @@ class WaitingReasons:
 
 class PodWorker:
     def __init__(self, runtime: DockerRuntime, log: EventLogger, waiting: WaitingReasons,
-                 crash_backoff: Backoff, start_backoff: Backoff, pause_image: str, host_ip: str):
-        self.runtime, self.log, self.waiting = runtime, log, waiting
+                 crash_backoff: Backoff, start_backoff: Backoff, pause_image: str, host_ip: str,
+                 events: EventRecorder):
+        self.runtime, self.log, self.waiting, self.events = runtime, log, waiting, events
         self.crash_backoff, self.start_backoff = crash_backoff, start_backoff
         self.pause_image, self.host_ip = pause_image, host_ip
 
     def apply(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
         key = cfg.pod_key(pod)
-        self.stop_all(actions.kill, key)
+        self.stop_all(actions.kill, key, pod)
         for container in actions.remove:
             self.runtime.remove(container.id)
         if actions.stop_sandbox:
@@ -88,6 +93,7 @@ class PodWorker:
         except (ImagePullError, docker.errors.APIError) as error:
             message = f"failed to create pod sandbox: {getattr(error, 'explanation', None) or error}"
             self._remember_failure(key, backoff_key, "FailedCreatePodSandBox", message, "sandbox not started")
+            self.events.event(pod, "Warning", "FailedCreatePodSandBox", message[0].upper() + message[1:])
             return None
         self.waiting.clear(uid, cfg.SANDBOX_NAME)
         self.start_backoff.forget(backoff_key)
@@ -97,17 +103,28 @@ class PodWorker:
     def start_container(self, pod: dict, start: Start, sandbox_id: str, pod_ip: str) -> None:
         key, uid, name = cfg.pod_key(pod), pod["metadata"]["uid"], start.container["name"]
         container = start.container
+        field = f"spec.containers{{{name}}}"       # what the events point at
+
+        def event(type_: str, reason: str, message: str) -> None:
+            self.events.event(pod, type_, reason, message, field_path=field)
+
         try:
-            self.runtime.ensure_image(container["image"], container.get("imagePullPolicy", "IfNotPresent"))
+            self._pull(container, event)
             env = cfg.container_env(pod, container, pod_ip, self.host_ip)
-            mounts = self.runtime.mounts(pod, container)
+            mounts = self._mounts(pod, container, event)
             if start.after_crash:
                 self.crash_backoff.next(start.backoff_key)
             container_id = self.runtime.run_container(pod, container, sandbox_id, pod_ip, start.restart_count,
                                                       env, mounts)
         except ImagePullError as error:
+            if error.reason == "ErrImagePull":
+                event("Warning", "Failed", str(error)[0].upper() + str(error)[1:])   # Failed to pull image "…": …
+                event("Warning", "Failed", f"Error: {error.reason}")
+            else:
+                event("Warning", error.reason, str(error))
             return self._remember_failure(key, start.backoff_key, error.reason, str(error))
         except cfg.ConfigError as error:
+            event("Warning", "Failed", f"Error: {error}")
             return self._remember_failure(key, start.backoff_key, "CreateContainerConfigError", str(error))
         except StartError as error:
             # Created but not started: the status shows it terminated with
@@ -116,15 +133,38 @@ class PodWorker:
             self.crash_backoff.next(start.backoff_key)
             self.log.warning("container failed to start", obj=key, container=name,
                              id=error.container_id[:12], error=str(error))
+            event("Normal", "Created", f"Created container {name}")
+            event("Warning", "Failed", f"Error: {error}")
             return None
         except docker.errors.APIError as error:
-            return self._remember_failure(key, start.backoff_key, "CreateContainerError",
-                                          getattr(error, "explanation", None) or str(error))
+            message = getattr(error, "explanation", None) or str(error)
+            event("Warning", "Failed", f"Error: {message}")
+            return self._remember_failure(key, start.backoff_key, "CreateContainerError", message)
         self.waiting.clear(uid, name)
         self.start_backoff.forget(start.backoff_key)
         self.log.info("container started", obj=key, container=name, id=container_id[:12],
                       restartCount=start.restart_count or None)
+        event("Normal", "Created", f"Created container {name}")
+        event("Normal", "Started", f"Started container {name}")
         return None
+
+    def _pull(self, container: dict, event) -> None:
+        """Make sure the image is here, telling Pulling/Pulled as the kubelet does."""
+        image = container["image"]
+        began = time.monotonic()
+        pulled = self.runtime.ensure_image(image, container.get("imagePullPolicy", "IfNotPresent"),
+                                           on_pull=lambda: event("Normal", "Pulling", f'Pulling image "{image}"'))
+        if pulled:
+            event("Normal", "Pulled", f'Successfully pulled image "{image}" in {time.monotonic() - began:.3f}s')
+        else:
+            event("Normal", "Pulled", f'Container image "{image}" already present on machine')
+
+    def _mounts(self, pod: dict, container: dict, event) -> list:
+        try:
+            return self.runtime.mounts(pod, container)
+        except cfg.ConfigError as error:
+            event("Warning", "FailedMount", f"MountVolume.SetUp failed: {error}")
+            raise
 
     def _remember_failure(self, key: str, backoff_key: tuple, reason: str, message: str,
                           event: str = "container not started") -> None:
@@ -139,7 +179,9 @@ class PodWorker:
         """The pod is no longer wanted: stop its app containers gracefully,
         then the pause container, then remove them all and its volumes."""
         apps = [c for c in containers if c.name != cfg.SANDBOX_NAME and c.running]
-        self.stop_all([(c, "the pod was deleted") for c in apps], key)
+        namespace, name = key.split("/", 1)
+        ref = {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": name, "uid": uid}
+        self.stop_all([(c, "the pod was deleted") for c in apps], key, ref)
         for sandbox in (c for c in containers if c.name == cfg.SANDBOX_NAME and c.running):
             self.runtime.stop(sandbox.id, sandbox.grace_period)
         for container in containers:
@@ -153,12 +195,16 @@ class PodWorker:
                 self.runtime.remove_volume(volume)
                 self.log.info("volume removed", obj=volume)
 
-    def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str) -> None:
-        """Stop containers in parallel, so a pod takes one grace period to stop."""
+    def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str, pod: dict) -> None:
+        """Stop containers in parallel, so a pod takes one grace period to stop.
+        pod: the pod or a reference to it, for the Killing events."""
         threads = []
         for container, why in kills:
             self.log.info("stopping container", obj=key, container=container.name,
                           reason=why, grace=f"{container.grace_period}s")
+            message = (f"Container {container.name} failed liveness probe, will be restarted"
+                       if why.startswith("Liveness") else f"Stopping container {container.name}")
+            self.events.event(pod, "Normal", "Killing", message, field_path=f"spec.containers{{{container.name}}}")
             thread = threading.Thread(target=self.runtime.stop, args=(container.id, container.grace_period))
             thread.start()
             threads.append(thread)

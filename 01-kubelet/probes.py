@@ -15,6 +15,7 @@ import docker.errors
 import requests
 import urllib3
 
+from common.events import EventRecorder
 from common.log import EventLogger
 
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # HTTPS probes skip verification, as Kubernetes'
@@ -66,11 +67,13 @@ def run_probe(probe: dict, container: dict, container_id: str, pod_ip: str, runt
 
 
 class ProbeWorker(threading.Thread):
-    def __init__(self, manager: "ProbeManager", kind: str, probe: dict, pod_key: str,
+    def __init__(self, manager: "ProbeManager", kind: str, probe: dict, pod: dict,
                  container: dict, container_id: str, pod_ip: str):
+        pod_key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
         super().__init__(daemon=True, name=f"probe-{kind}-{pod_key}-{container['name']}")
         self.manager, self.kind, self.probe = manager, kind, probe
-        self.pod_key, self.container, self.container_id, self.pod_ip = pod_key, container, container_id, pod_ip
+        self.pod, self.pod_key = pod, pod_key
+        self.container, self.container_id, self.pod_ip = container, container_id, pod_ip
         self.stopped = threading.Event()
 
     def run(self):
@@ -93,6 +96,9 @@ class ProbeWorker(threading.Thread):
             if not ok:
                 self.manager.log.warning(f"{self.kind.capitalize()} probe failed", obj=self.pod_key,
                                          container=self.container["name"], failures=failures, detail=message)
+                self.manager.events.event(self.pod, "Warning", "Unhealthy",
+                                          f"{self.kind.capitalize()} probe failed: {message}",
+                                          field_path=f"spec.containers{{{self.container['name']}}}")
             if self.kind == "readiness":
                 if ok and successes >= success_threshold:
                     self.manager.set_ready(self.container_id, True)
@@ -108,9 +114,10 @@ class ProbeManager:
     """Starts and stops probe workers as containers come and go, and keeps
     their results for the sync loop and the pod status."""
 
-    def __init__(self, runtime, log: EventLogger, on_change):
+    def __init__(self, runtime, log: EventLogger, on_change, events: EventRecorder):
         self.runtime = runtime
         self.log = log
+        self.events = events                 # Unhealthy events, for kubectl describe
         self._on_change = on_change          # wakes the sync loop
         self._workers: dict[tuple[str, str], ProbeWorker] = {}
         self._lock = threading.Lock()
@@ -120,10 +127,10 @@ class ProbeManager:
         self.failed_liveness: dict[str, str] = {}  # container id -> why
 
     def sync(self, running: list[tuple[str, dict, str, str]]) -> None:
-        """running: (pod key, container spec, container id, pod ip) of every
+        """running: (pod, container spec, container id, pod ip) of every
         running app container. Start missing workers, stop stale ones."""
         wanted = set()
-        for pod_key, container, container_id, pod_ip in running:
+        for pod, container, container_id, pod_ip in running:
             for kind in ("liveness", "readiness"):
                 probe = container.get(f"{kind}Probe")
                 if not probe:
@@ -132,7 +139,7 @@ class ProbeManager:
                 wanted.add(key)
                 with self._lock:
                     if key not in self._workers:
-                        worker = ProbeWorker(self, kind, probe, pod_key, container, container_id, pod_ip)
+                        worker = ProbeWorker(self, kind, probe, pod, container, container_id, pod_ip)
                         self._workers[key] = worker
                         worker.start()
         with self._lock:
