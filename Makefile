@@ -10,7 +10,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv images demo test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver certs clean-node snippet clean
+.PHONY: help venv images demo demo-01 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver certs clean-node snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -38,7 +38,10 @@ $(STAMP): requirements.txt
 images: venv ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
 	@sh 01-kubelet/images/build.sh
 
-demo: venv images ## chapter 01: a kubelet runs the example pods, shows them, stops and cleans up
+demo: venv images ## the cluster so far: an API server and two kubelets run pods; kubectl get nodes,pods -o wide
+	$(PY) 02-apiserver/demo.py
+
+demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up
 	$(PY) 01-kubelet/demo.py
 
 test: venv ## run every test (Docker tests skip without Docker unless GROUNDUP_REQUIRE_DOCKER=1)
