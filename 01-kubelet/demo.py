@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,20 +18,12 @@ from pathlib import Path
 import requests
 from rich.console import Console
 
+from common.ports import free_port
 from get_pods import ready, status_column, table
 
 HERE = Path(__file__).resolve().parent
 NODE = "demo-node"
 console = Console()
-
-
-def free_port(preferred: int) -> int:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", preferred))
-        except OSError:
-            sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # What each example should show before the demo moves on.

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,18 +23,10 @@ from pathlib import Path
 import requests
 from rich.console import Console
 
+from common.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 console = Console()
-
-
-def free_port(preferred: int) -> int:
-    """preferred if it is free, else any free port."""
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", preferred))
-        except OSError:
-            sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Cluster:

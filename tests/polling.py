@@ -1,16 +1,11 @@
 """Waiting the way every test here waits: poll with a deadline, never sleep blindly."""
 from __future__ import annotations
 
-import socket
 import time
 
 import requests
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from common.ports import free_port  # noqa: F401 (re-exported to the tests)
 
 
 def wait_for(check, timeout: float = 30, interval: float = 0.2, what: str = "condition"):
