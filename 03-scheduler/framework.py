@@ -1,0 +1,164 @@
+"""The scheduling framework: how one pod's place is decided, plugin by plugin.
+
+    every node ──filter──▶ the nodes that can run the pod ──score──▶ best total ──round robin──▶ one node
+
+This is the seed posts' two-phase algorithm ("predicates" then "priorities"),
+in the shape the Kubernetes scheduler framework gives it today:
+
+- A **filter** looks at one node and says yes (an empty tuple) or no, with
+  the reasons a person should read ("Insufficient cpu"). A node is out at
+  its first "no"; the reasons of every rejected node add up to the
+  FailedScheduling message, `0/3 nodes are available: 1 Insufficient cpu,
+  2 node(s) were unschedulable.`, which therefore writes itself.
+- A **score** gives each remaining node 0-100. Some plugins first count
+  something (pods of the same app, untolerated taints) and only turn it
+  into 0-100 once every node is counted (`normalize`). Each plugin has a
+  weight; a node's total is the weighted sum, as in Kubernetes.
+- Several nodes may share the best total. We take them in turn (round
+  robin), so identical pods on identical nodes spread evenly.
+
+One plugin object may do both (NodeAffinity filters on required rules and
+scores preferred ones), and may `prepare` something once per pod before any
+node is looked at (Kubernetes' PreFilter and PreScore). Plugins only read:
+the node infos they are given belong to the scheduler's cache.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+MAX_NODE_SCORE = 100
+NO_NODES = "no nodes available to schedule pods"
+
+
+class Plugin:
+    """A named unit of scheduling policy. Override what the plugin does."""
+
+    name = "Plugin"
+
+    def prepare(self, pod, nodes: list, state: dict) -> None:
+        """Work out, once per pod, what filter and score will need (state[self.name])."""
+
+    def filter(self, pod, node, state: dict) -> tuple[str, ...]:
+        """() if the pod may run on node, else the reasons it may not."""
+        return ()
+
+    def score(self, pod, node, state: dict) -> int:
+        return 0
+
+    def normalize(self, scores: dict[str, int], state: dict) -> dict[str, int]:
+        """Turn raw scores (node name -> number) into 0-100. Default: as they are."""
+        return scores
+
+
+@dataclass
+class Decision:
+    """Everything one scheduling cycle found out; --explain prints it."""
+
+    node: str | None = None                      # where the pod goes; None: nowhere
+    message: str = ""                            # why nowhere: the FailedScheduling text
+    nodes: list[str] = field(default_factory=list)
+    # node -> {filter name: reasons}, for filters that ran (a node stops at its first failure)
+    verdicts: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    scores: dict[str, dict[str, int]] = field(default_factory=dict)    # node -> {score name: 0-100}
+    totals: dict[str, int] = field(default_factory=dict)               # node -> weighted sum
+    ties: list[str] = field(default_factory=list)                      # the nodes sharing the best total
+
+
+class RoundRobin:
+    """Chooses among equally good nodes in turn."""
+
+    def __init__(self):
+        self.turn = 0
+
+    # [START round-robin]
+    def pick(self, best: list[str]) -> str:
+        """One of the nodes that share the best score, each in its turn.
+
+        The counter moves on at every pick, so a stream of identical pods
+        facing the same tie takes node1, node2, node3, node1, ... The seeds'
+        scheduler did exactly this; Kubernetes today picks at random among
+        the best instead, which spreads as evenly on average without a
+        counter shared by every decision."""
+        best = sorted(best)                  # the same tie is always in the same order
+        choice = best[self.turn % len(best)]
+        self.turn += 1
+        return choice
+    # [END round-robin]
+
+
+class Framework:
+    """Runs a profile: filters in order, then weighted scores, then the tie-break."""
+
+    def __init__(self, filters: list[Plugin], scores: list[tuple[Plugin, int]]):
+        self.filters = filters
+        self.scores = scores                       # (plugin, weight)
+        self.round_robin = RoundRobin()
+        self._prepared = list({id(p): p for p in filters + [p for p, _ in scores]}.values())
+
+    def schedule(self, pod, nodes: list) -> Decision:
+        """Decide where pod goes among nodes (NodeInfo objects with a Node)."""
+        decision = Decision(nodes=[n.name for n in nodes])
+        if not nodes:
+            decision.message = NO_NODES
+            return decision
+        state: dict = {}
+        for plugin in self._prepared:
+            plugin.prepare(pod, nodes, state)
+        feasible = self.run_filters(pod, nodes, state, decision)
+        if not feasible:
+            decision.message = fit_error(len(nodes), decision.verdicts)
+            return decision
+        self.run_scores(pod, feasible, state, decision)
+        best = max(decision.totals.values())
+        decision.ties = [name for name, total in decision.totals.items() if total == best]
+        decision.node = self.round_robin.pick(decision.ties)
+        return decision
+
+    def run_filters(self, pod, nodes: list, state: dict, decision: Decision) -> list:
+        feasible = []
+        for node in nodes:
+            verdicts = decision.verdicts[node.name] = {}
+            for plugin in self.filters:
+                reasons = plugin.filter(pod, node, state)
+                verdicts[plugin.name] = reasons
+                if reasons:
+                    break                  # one "no" is enough; later filters need not run
+            else:
+                feasible.append(node)
+        return feasible
+
+    def run_scores(self, pod, nodes: list, state: dict, decision: Decision) -> None:
+        for node in nodes:
+            decision.scores[node.name] = {}
+            decision.totals[node.name] = 0
+        for plugin, weight in self.scores:
+            raw = {node.name: plugin.score(pod, node, state) for node in nodes}
+            for name, value in plugin.normalize(raw, state).items():
+                decision.scores[name][plugin.name] = value
+                decision.totals[name] += value * weight
+
+
+def fit_error(node_count: int, verdicts: dict[str, dict[str, tuple[str, ...]]]) -> str:
+    """`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were unschedulable.`
+
+    Each reason counted over the nodes, written "<count> <reason>", sorted
+    as text (so "10 ..." comes before "2 ...", exactly as Kubernetes sorts)."""
+    counts: Counter[str] = Counter()
+    for by_filter in verdicts.values():
+        for reasons in by_filter.values():
+            counts.update(reasons)
+    parts = sorted(f"{count} {reason}" for reason, count in counts.items())
+    return f"0/{node_count} nodes are available: {', '.join(parts)}."
+
+
+def default_normalize(scores: dict[str, int], reverse: bool = False) -> dict[str, int]:
+    """Scale so the highest raw score becomes 100 (reverse: becomes 0, and
+    a zero becomes 100). All zero stays all zero, or all 100 if reversed."""
+    highest = max(scores.values(), default=0)
+    if highest == 0:
+        return {name: MAX_NODE_SCORE if reverse else 0 for name in scores}
+    scaled = {name: MAX_NODE_SCORE * value // highest for name, value in scores.items()}
+    if reverse:
+        scaled = {name: MAX_NODE_SCORE - value for name, value in scaled.items()}
+    return scaled

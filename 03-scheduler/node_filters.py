@@ -1,0 +1,217 @@
+"""Plugins that judge a node by the node itself: its conditions, cordon,
+name, taints, labels and host ports.
+
+The reason strings are Kubernetes' own, word for word, so that a
+FailedScheduling message from this scheduler reads like one from a real
+cluster (and searching the web for it finds the right answers).
+"""
+from __future__ import annotations
+
+from framework import Plugin, default_normalize
+
+NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE = "NoSchedule", "NoExecute", "PreferNoSchedule"
+
+
+# ---------------------------------------------------------------- taints and tolerations
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """Does one toleration cover one taint?
+
+    The effect must match (an empty effect in the toleration matches all).
+    Operator Exists matches any value of the key, and with an empty key any
+    taint at all; Equal (the default) needs key and value both equal."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return not key or key == taint.get("key")
+    if operator == "Equal":
+        return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
+    return False
+
+
+def tolerated(tolerations: list[dict], taint: dict) -> bool:
+    return any(tolerates(t, taint) for t in tolerations)
+
+
+# ---------------------------------------------------------------- node conditions
+
+# What the node's kubelet reports, and the taint Kubernetes' node lifecycle
+# controller would put on the node for it (TaintNodesByCondition). Today the
+# real scheduler only sees those taints; we have no such controller yet, so
+# this plugin reads the conditions directly, with the reason strings the
+# scheduler used when it still did the same. A pod that tolerates the taint
+# (DaemonSet pods do) may still go there, as in Kubernetes.
+CONDITION_TAINTS = {
+    "MemoryPressure": ("node.kubernetes.io/memory-pressure", "node(s) had memory pressure"),
+    "DiskPressure": ("node.kubernetes.io/disk-pressure", "node(s) had disk pressure"),
+    "PIDPressure": ("node.kubernetes.io/pid-pressure", "node(s) had pid pressure"),
+}
+NOT_READY = ("node.kubernetes.io/not-ready", "node(s) were not ready")
+UNREACHABLE = ("node.kubernetes.io/unreachable", "node(s) were not ready")
+
+
+class NodeConditions(Plugin):
+    """Ready, and not under memory, disk or pid pressure."""
+
+    name = "NodeConditions"
+
+    def filter(self, pod, node, state) -> tuple[str, ...]:
+        ready = node.conditions.get("Ready")
+        # A node that never said it is Ready (no kubelet behind it yet) is not.
+        if ready != "True":
+            taint_key, reason = UNREACHABLE if ready == "Unknown" else NOT_READY
+            if not tolerated(pod.tolerations, {"key": taint_key, "effect": NO_SCHEDULE}):
+                return (reason,)
+        for condition, (taint_key, reason) in CONDITION_TAINTS.items():
+            if node.conditions.get(condition) != "True":
+                continue
+            # Memory pressure keeps out only pods that asked for nothing:
+            # Kubernetes gives every other pod a toleration for it, trusting
+            # that pods with requests can live with what they asked for.
+            if condition == "MemoryPressure" and not pod.best_effort:
+                continue
+            if not tolerated(pod.tolerations, {"key": taint_key, "effect": NO_SCHEDULE}):
+                return (reason,)
+        return ()
+
+
+# ---------------------------------------------------------------- cordon
+
+class NodeUnschedulable(Plugin):
+    """`kubectl cordon` sets spec.unschedulable: no new pods, unless they tolerate it."""
+
+    name = "NodeUnschedulable"
+    TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": NO_SCHEDULE}
+
+    def filter(self, pod, node, state) -> tuple[str, ...]:
+        if node.unschedulable and not tolerated(pod.tolerations, self.TAINT):
+            return ("node(s) were unschedulable",)
+        return ()
+
+
+# ---------------------------------------------------------------- spec.nodeName
+
+class NodeName(Plugin):
+    """A pod that names its node may only go there. (Such a pod never reaches
+    the queue, it is bound already; the filter matters when other code asks
+    "could this pod run there?", as Kubernetes' preemption does.)"""
+
+    name = "NodeName"
+
+    def filter(self, pod, node, state) -> tuple[str, ...]:
+        if pod.node_name and pod.node_name != node.name:
+            return ("node(s) didn't match the requested node name",)
+        return ()
+
+
+# ---------------------------------------------------------------- taints
+
+class TaintToleration(Plugin):
+    """Filter: every NoSchedule and NoExecute taint must be tolerated.
+    Score: fewer untolerated PreferNoSchedule taints is better."""
+
+    name = "TaintToleration"
+
+    def filter(self, pod, node, state) -> tuple[str, ...]:
+        for taint in node.taints:
+            if taint.get("effect") in (NO_SCHEDULE, NO_EXECUTE) and not tolerated(pod.tolerations, taint):
+                # Kubernetes no longer names the taint here (values can be private).
+                return ("node(s) had untolerated taint(s)",)
+        return ()
+
+    def prepare(self, pod, nodes, state) -> None:
+        state[self.name] = [t for t in pod.tolerations if (t.get("effect") or PREFER_NO_SCHEDULE) == PREFER_NO_SCHEDULE]
+
+    def score(self, pod, node, state) -> int:
+        soft = state[self.name]
+        return sum(1 for taint in node.taints
+                   if taint.get("effect") == PREFER_NO_SCHEDULE and not tolerated(soft, taint))
+
+    def normalize(self, scores, state):
+        return default_normalize(scores, reverse=True)    # most taints: 0; none: 100
+
+
+# ---------------------------------------------------------------- node selector and node affinity
+
+def expression_matches(expression: dict, values_of: dict) -> bool:
+    """One matchExpressions (or matchFields) entry against labels (or fields)."""
+    key, operator = expression.get("key"), expression.get("operator")
+    values = expression.get("values") or []
+    present = key in values_of
+    value = values_of.get(key)
+    if operator == "In":
+        return present and value in values
+    if operator == "NotIn":
+        return not present or value not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and len(values) == 1:
+        try:
+            have, limit = int(value), int(values[0])
+        except (TypeError, ValueError):
+            return False                    # not a number: never matches, as in Kubernetes
+        return have > limit if operator == "Gt" else have < limit
+    return False
+
+
+def term_matches(term: dict, node) -> bool:
+    """A nodeSelectorTerm: all its expressions must hold. An empty term matches no node."""
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False
+    return (all(expression_matches(e, node.labels) for e in expressions)
+            and all(expression_matches(f, {"metadata.name": node.name}) for f in fields))
+
+
+class NodeAffinity(Plugin):
+    """Filter: spec.nodeSelector (every label equal) and the required node
+    affinity (any one of its terms) must both match the node's labels.
+    Score: the sum of the weights of the preferred terms the node matches."""
+
+    name = "NodeAffinity"
+
+    def filter(self, pod, node, state) -> tuple[str, ...]:
+        labels = node.labels
+        selector_ok = all(labels.get(key) == value for key, value in pod.node_selector.items())
+        terms = pod.required_node_terms
+        affinity_ok = terms is None or any(term_matches(term, node) for term in terms)
+        if selector_ok and affinity_ok:
+            return ()
+        return ("node(s) didn't match Pod's node affinity/selector",)
+
+    def score(self, pod, node, state) -> int:
+        return sum(int(preferred.get("weight") or 0) for preferred in pod.preferred_node_terms
+                   if term_matches(preferred.get("preference") or {}, node))
+
+    def normalize(self, scores, state):
+        return default_normalize(scores)
+
+
+# ---------------------------------------------------------------- host ports
+
+def ports_conflict(wanted: tuple[str, str, int], used: tuple[str, str, int]) -> bool:
+    """Two host ports clash on the same port and protocol if either listens
+    on every address (0.0.0.0) or both on the same one."""
+    wanted_ip, wanted_protocol, wanted_port = wanted
+    used_ip, used_protocol, used_port = used
+    if wanted_port != used_port or wanted_protocol != used_protocol:
+        return False
+    return wanted_ip == used_ip or "0.0.0.0" in (wanted_ip, used_ip)
+
+
+class NodePorts(Plugin):
+    """A hostPort can be taken by one pod per node."""
+
+    name = "NodePorts"
+
+    def filter(self, pod, node, state) -> tuple[str, ...]:
+        for wanted in pod.host_ports:
+            if any(ports_conflict(wanted, used) for used in node.used_ports):
+                return ("node(s) didn't have free ports for the requested pod ports",)
+        return ()
