@@ -113,10 +113,11 @@ class Scheduler:
         namespace, name = queued.key.split("/", 1)
         pod = self.pods.get(namespace, name)          # the newest version we know
         if pod is None or not self.responsible_for(pod):
-            self.queue.delete(queued.key)             # deleted, bound, or not ours any more
+            self.queue.done(queued)                   # deleted, bound, or not ours any more
             return
         if self.cache.is_placed(queued.key):
-            return                                    # bound a moment ago; the watch is behind
+            self.queue.done(queued)                   # bound a moment ago; the watch is behind
+            return
         info = PodInfo.of(pod)
         with self.cache.lock:                          # one consistent picture for the whole decision
             self.cache.expire_assumed()
@@ -152,7 +153,7 @@ class Scheduler:
             # Deleted, bound by someone else, or re-created under the same
             # name meanwhile: the watch tells us the truth; nothing to retry.
             self.cache.forget(info.key)
-            self.queue.delete(info.key)
+            self.queue.done(queued)
             self.log.info("binding refused, pod changed meanwhile", obj=info.key, node=node, error=error.message)
         except (APIConnectionError, APIStatusError) as error:
             # We cannot tell whether it happened; try the pod again later
@@ -162,7 +163,7 @@ class Scheduler:
             self.queue.backoff(queued)
         else:
             self.cache.finish_binding(info.key)
-            self.queue.done(info.key)
+            self.queue.done(queued)
             self.bound += 1
             self.log.info("bound", obj=info.key, node=node)
             self.events.event(info.pod, "Normal", "Scheduled", f"Successfully assigned {info.key} to {node}")

@@ -87,6 +87,9 @@ class SchedulingQueue:
                 self._move_on(queued, self._clock())
             elif queued.where == "active":
                 self._activate(queued)       # re-push: the priority may have changed
+            elif queued.where == "in flight":
+                # Being tried on its old spec: if that fails, do not park it.
+                queued.popped_at_event = -1
 
     def delete(self, key: str) -> None:
         """Bound or deleted: nothing more to do for it."""
@@ -137,9 +140,12 @@ class SchedulingQueue:
             queued.backoff_until = self._clock() + self._delay(queued, self.max_backoff)
             self._wait(queued, "backoff", queued.backoff_until)
 
-    def done(self, key: str) -> None:
-        """The pod is placed (its binding is on its way): forget it."""
-        self.delete(key)
+    def done(self, queued: QueuedPod) -> None:
+        """Finished with this pod (bound, or gone). Only this entry: a pod
+        re-created under the same name meanwhile has an entry of its own."""
+        with self._lock:
+            if self._pods.get(queued.key) is queued:
+                del self._pods[queued.key]
 
     # ------------------------------------------------ cluster events
 

@@ -112,6 +112,23 @@ def test_an_event_while_the_pod_was_being_tried_is_not_lost(queue, clock):
     assert drain(queue) == ["a"]
 
 
+def test_a_spec_change_while_the_pod_was_being_tried_is_not_lost(queue, clock):
+    queue.add("a")
+    queued = queue.pop(timeout=0)
+    queue.update("a")                                    # say, its nodeSelector removed mid-cycle
+    queue.unschedulable(queued)
+    assert queue.counts() == {"backoff": 1}
+
+
+def test_done_removes_only_the_entry_it_was_given(queue):
+    queue.add("a")
+    old = queue.pop(timeout=0)
+    queue.delete("a")                                    # the pod was deleted ...
+    queue.add("a")                                       # ... and created again under the same name
+    queue.done(old)                                      # the old one's binding was refused
+    assert drain(queue) == ["a"]
+
+
 def test_a_spec_change_gives_an_unschedulable_pod_another_try(queue, clock):
     queue.add("a")
     queue.unschedulable(queue.pop(timeout=0))
