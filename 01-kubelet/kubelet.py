@@ -336,14 +336,24 @@ def lock_node(node_name: str):
 
 
 def default_node_ip() -> str:
-    """The first non-loopback address of this host's name, else 127.0.0.1."""
+    """This host's address as other machines see it: its name's first
+    non-loopback address, else the address of the interface that the
+    default route leaves by (Debian maps the hostname to 127.0.1.1), else
+    127.0.0.1."""
     try:
         for *_, address in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
             if not address[0].startswith("127."):
                 return address[0]
     except OSError:
         pass
-    return "127.0.0.1"
+    try:
+        # connect() on a UDP socket only picks the route and the source
+        # address; no packet is sent.
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("8.8.8.8", 53))
+            return probe.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
 
 
 def seconds(text: str) -> float:

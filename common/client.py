@@ -275,7 +275,9 @@ class APIClient:
         read_timeout = timeout_seconds + 30 if timeout_seconds else None
         url = self.connection.server + self.path(group_version, plural, namespace)
         try:
-            response = self._session.get(url, params=params, stream=True,
+            # verify= on each call: requests lets REQUESTS_CA_BUNDLE or
+            # CURL_CA_BUNDLE in the environment override the session's CA.
+            response = self._session.get(url, params=params, stream=True, verify=self._session.verify,
                                          timeout=(min(self.timeout, 10), read_timeout))
         except requests.RequestException as error:
             raise APIConnectionError(f"watch {what}: cannot reach {self.connection.server}: {_short(error)}") from None
@@ -304,7 +306,8 @@ class APIClient:
                 attempt += 1
                 try:
                     response = self._session.request(method, url, data=data, params=params,
-                                                     headers=headers, timeout=self.timeout)
+                                                     headers=headers, timeout=self.timeout,
+                                                     verify=self._session.verify)
                 except requests.RequestException as error:
                     if attempt > self.read_retries or not _may_retry(method, error):
                         raise APIConnectionError(f"{method} {what or path}: cannot reach "

@@ -21,6 +21,7 @@ import sys
 import threading
 from pathlib import Path
 
+import certifi
 import pytest
 import requests
 import yaml
@@ -260,3 +261,20 @@ def test_kubectl_trusts_the_ca_and_sends_the_token(out, https_server, kubectl, t
                              "get", "--raw", "/version"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["gitVersion"] == "v1.32.0"
+
+
+def test_the_shared_client_trusts_the_kubeconfigs_ca_whatever_the_environment_says(out, https_server, tmp_path,
+                                                                                  monkeypatch):
+    """requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (set on many machines)
+    override a session's CA; every component's client must still use the
+    kubeconfig's."""
+    from common.client import APIClient
+    from common.kubeconfig import load
+    config = yaml.safe_load((out / "admin.kubeconfig").read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{https_server}"
+    kubeconfig = tmp_path / "admin-here.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    for variable in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.setenv(variable, certifi.where())
+    client = APIClient(load(kubeconfig), timeout=10, read_retries=0)
+    assert client.request("GET", "/version")["minor"] == "32"
