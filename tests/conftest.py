@@ -4,10 +4,14 @@ Tests that need Docker use the `docker_client` fixture. Without a Docker
 engine they skip with one line saying why, unless GROUNDUP_REQUIRE_DOCKER=1
 (set by .ci/run), where a missing engine is a failure: CI must never pass by
 skipping the tests that matter.
+
+Tests that run the real kubectl use the `kubectl` fixture, on the same
+terms: without kubectl on PATH they skip, unless GROUNDUP_REQUIRE_KUBECTL=1.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,3 +51,15 @@ def docker_client():
                 pytest.fail(message)
             pytest.skip(message)
     return client
+
+
+@pytest.fixture(scope="session")
+def kubectl() -> str:
+    """The path of the kubectl binary, found on PATH."""
+    path = shutil.which("kubectl")
+    if path is None:
+        reason = "kubectl is not on PATH: install kubectl 1.32 to run the kubectl tests"
+        if os.environ.get("GROUNDUP_REQUIRE_KUBECTL") == "1":
+            pytest.fail(f"GROUNDUP_REQUIRE_KUBECTL=1 but {reason}")
+        pytest.skip(reason)
+    return path
