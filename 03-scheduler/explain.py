@@ -12,7 +12,8 @@
      node2                  85                    87                 0           0                100    472
 
 Filters run left to right and a node is out at its first ✗, so "·" means
-"never asked". Scores are 0-100 per plugin; the total is the weighted sum,
+"never asked"; a dim ✓ is a filter with nothing to check for this pod, and
+a "–" score one with no opinion. Scores are 0-100 per plugin; the total is the weighted sum,
 and the best total wins (round robin when several share it). In a terminal
 rich draws this with colours; into a pipe or a file it is plain text.
 """
@@ -37,17 +38,19 @@ def filter_table(decision: Decision, framework: Framework) -> Table:
         table.add_column(_short(plugin.name), justify="center")
     table.add_column("why not", style="red")
     for name in decision.nodes:
-        verdicts = decision.verdicts.get(name, {})
-        cells, why = [], ""
+        failed, reasons = decision.failures.get(name, (None, ()))
+        cells, reached = [], True
         for plugin in framework.filters:
-            if plugin.name not in verdicts:
+            if not reached:
                 cells.append("[dim]·[/dim]")
-            elif verdicts[plugin.name]:
+            elif plugin.name == failed:
                 cells.append("[red]✗[/red]")
-                why = ", ".join(verdicts[plugin.name])
+                reached = False
+            elif plugin.name in decision.skipped:
+                cells.append("[dim]✓[/dim]")       # nothing to check for this pod
             else:
                 cells.append("[green]✓[/green]")
-        table.add_row(name, *cells, why)
+        table.add_row(name, *cells, ", ".join(reasons))
     return table
 
 
@@ -59,8 +62,8 @@ def score_table(decision: Decision, framework: Framework) -> Table:
     table.add_column("total", justify="right", style="bold")
     for name, scores in decision.scores.items():
         marker = " ◀" if name == decision.node else ""
-        table.add_row(name + marker, *(str(scores[p.name]) for p, _ in framework.scores),
-                      str(decision.totals[name]))
+        table.add_row(name + marker, *("–" if p.name in decision.skipped else str(scores[p.name])
+                                       for p, _ in framework.scores), str(decision.totals[name]))
     return table
 
 

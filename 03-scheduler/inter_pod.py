@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Callable
 
 from common.selectors import Selector, SelectorError
-from framework import MAX_NODE_SCORE, Plugin
+from framework import MAX_NODE_SCORE, SKIP, Plugin
 
 Domain = tuple[str, str]       # (topology key, value), e.g. ("kubernetes.io/hostname", "node1")
 
@@ -25,7 +25,7 @@ Domain = tuple[str, str]       # (topology key, value), e.g. ("kubernetes.io/hos
 class InterPodAffinity(Plugin):
     name = "InterPodAffinity"
 
-    def prepare(self, pod, nodes, state) -> None:
+    def prepare(self, pod, nodes, state):
         """Find, once, the domains each rule points at; the filter then only
         looks a node's labels up in these sets."""
         wanted: list[set[Domain]] = [set() for _ in pod.affinity_terms]    # per term: where a match runs
@@ -48,6 +48,8 @@ class InterPodAffinity(Plugin):
         # nobody to be near yet; it may go anywhere (Kubernetes' exception).
         first_of_its_kind = (pod.affinity_terms and not any(wanted)
                              and all(term.matches(pod) for term in pod.affinity_terms))
+        if not (pod.affinity_terms or pod.anti_affinity_terms or excluded):
+            return SKIP                     # no rule of ours or of anyone else's concerns this pod
         state[self.name] = (wanted, avoided, excluded, first_of_its_kind)
 
     def filter(self, pod, node, state) -> tuple[str, ...]:
@@ -73,7 +75,7 @@ class SelectorSpread(Plugin):
     def __init__(self, services: Callable[[], list[dict]] = lambda: []):
         self.services = services          # the Service informer's list
 
-    def prepare(self, pod, nodes, state) -> None:
+    def prepare(self, pod, nodes, state):
         """"The same kind" is: the same namespace, matched by every Service
         that selects this pod, and made by the same controller, if any."""
         selectors = []
@@ -87,14 +89,13 @@ class SelectorSpread(Plugin):
                 continue
             if selector.matches(pod.labels):
                 selectors.append(selector)
-        state[self.name] = (selectors, pod.owner_uid) if (selectors or pod.owner_uid) else None
+        if not selectors and not pod.owner_uid:
+            return SKIP                     # no kin to spread from
+        state[self.name] = (selectors, pod.owner_uid)
 
     def score(self, pod, node, state) -> int:
         """The raw score is a count: this pod's kin already on the node."""
-        kin = state[self.name]
-        if kin is None:
-            return 0
-        selectors, owner = kin
+        selectors, owner = state[self.name]
         return sum(1 for other in node.pods.values()
                    if other.namespace == pod.namespace and other.key != pod.key and not other.deleting
                    and (owner is None or other.owner_uid == owner)
@@ -102,8 +103,6 @@ class SelectorSpread(Plugin):
 
     def normalize(self, scores, state):
         """The node with the most kin scores 0, a node with none 100."""
-        if state[self.name] is None:
-            return {name: 0 for name in scores}     # nothing to spread: no say in the choice
         most = max(scores.values(), default=0)
         if most == 0:
             return {name: MAX_NODE_SCORE for name in scores}

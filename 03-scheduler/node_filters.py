@@ -7,7 +7,7 @@ cluster (and searching the web for it finds the right answers).
 """
 from __future__ import annotations
 
-from framework import Plugin, default_normalize
+from framework import SKIP, Plugin, default_normalize
 
 NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE = "NoSchedule", "NoExecute", "PreferNoSchedule"
 
@@ -101,6 +101,10 @@ class NodeName(Plugin):
 
     name = "NodeName"
 
+    def prepare(self, pod, nodes, state):
+        if not pod.node_name:
+            return SKIP
+
     def filter(self, pod, node, state) -> tuple[str, ...]:
         if pod.node_name and pod.node_name != node.name:
             return ("node(s) didn't match the requested node name",)
@@ -176,6 +180,10 @@ class NodeAffinity(Plugin):
 
     name = "NodeAffinity"
 
+    def prepare(self, pod, nodes, state):
+        if not (pod.node_selector or pod.required_node_terms is not None or pod.preferred_node_terms):
+            return SKIP
+
     def filter(self, pod, node, state) -> tuple[str, ...]:
         labels = node.labels
         selector_ok = all(labels.get(key) == value for key, value in pod.node_selector.items())
@@ -209,6 +217,10 @@ class NodePorts(Plugin):
     """A hostPort can be taken by one pod per node."""
 
     name = "NodePorts"
+
+    def prepare(self, pod, nodes, state):
+        if not pod.host_ports:
+            return SKIP
 
     def filter(self, pod, node, state) -> tuple[str, ...]:
         for wanted in pod.host_ports:

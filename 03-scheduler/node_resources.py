@@ -19,10 +19,8 @@ Plugins here:
 """
 from __future__ import annotations
 
-import math
-
 from common.quantity import QuantityError, parse_quantity
-from framework import MAX_NODE_SCORE, Plugin
+from framework import MAX_NODE_SCORE, SKIP, Plugin
 
 # A container that requests nothing still uses something. For *scoring*
 # only, Kubernetes counts such a container as asking for 100m cpu and
@@ -157,18 +155,18 @@ class NodeResourcesLeastAllocated(Plugin):
 class NodeResourcesBalancedAllocation(Plugin):
     name = "NodeResourcesBalancedAllocation"
 
-    def prepare(self, pod, nodes, state) -> None:
+    def prepare(self, pod, nodes, state):
         # A pod that requests nothing cannot unbalance anything; scoring it
         # would only pull every such pod onto the same node (recent
         # Kubernetes skips such pods too).
-        state[self.name] = {"skip": not any(pod.requests.get(name) for name in SCORED_RESOURCES)}
+        if not any(pod.requests.get(name) for name in SCORED_RESOURCES):
+            return SKIP
 
     def score(self, pod, node, state) -> int:
         """0-100: how evenly cpu and memory would be used with this pod on
-        the node. 100 when both are at the same fraction of allocatable;
-        lower as they drift apart (1 - their standard deviation)."""
-        if state[self.name]["skip"]:
-            return 0
+        the node. 100 when both are at the same fraction of allocatable,
+        less as they drift apart: 1 minus their standard deviation, which
+        for two numbers is half their difference."""
         fractions = []
         for name in SCORED_RESOURCES:
             capacity = node.allocatable.get(name, 0)
@@ -176,7 +174,6 @@ class NodeResourcesBalancedAllocation(Plugin):
                 used = node.requested.get(name, 0) + pod.requests.get(name, 0)
                 fractions.append(min(used / capacity, 1.0))
         if len(fractions) < 2:
-            return MAX_NODE_SCORE
-        mean = sum(fractions) / len(fractions)
-        deviation = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
-        return int((1 - deviation) * MAX_NODE_SCORE)
+            return MAX_NODE_SCORE             # nothing to balance against
+        cpu, memory = fractions
+        return int((1 - abs(cpu - memory) / 2) * MAX_NODE_SCORE)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from framework import Framework
 from inter_pod import InterPodAffinity
 from node_filters import NodeAffinity, NodeConditions, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from node_resources import NodeResourcesFit
@@ -12,10 +13,9 @@ FITS = ()
 
 
 def run(plugin, pod, node, others=()):
-    """prepare (once per pod) then filter one node, as the framework does."""
-    state: dict = {}
-    plugin.prepare(pod, [node, *others], state)
-    return plugin.filter(pod, node, state)
+    """The reasons plugin gives for node, run by the framework as the scheduler runs it."""
+    decision = Framework([plugin], []).schedule(pod, [node, *others])
+    return decision.failures.get(node.name, (None, ()))[1]
 
 
 def tolerate(key, effect="NoSchedule", operator="Exists", value=None):

@@ -15,11 +15,9 @@ MI = 1024 * 1024
 
 
 def scores(plugin, pod, nodes):
-    """prepare, score every node, normalize: {node: 0-100}, as the framework does."""
-    state: dict = {}
-    plugin.prepare(pod, nodes, state)
-    raw = {node.name: plugin.score(pod, node, state) for node in nodes}
-    return plugin.normalize(raw, state)
+    """{node: 0-100} from plugin alone, run by the framework as the scheduler runs it."""
+    decision = Framework([], [(plugin, 1)]).schedule(pod, nodes)
+    return {name: by_plugin[plugin.name] for name, by_plugin in decision.scores.items()}
 
 
 # ---------------------------------------------------------------- least allocated
@@ -173,20 +171,20 @@ def test_scores_pretend_a_request_less_container_asks_a_little():
 
 # ---------------------------------------------------------------- the framework
 
-@pytest.mark.parametrize("verdicts, expected", [
-    ({"n1": {"NodeResourcesFit": ("Insufficient cpu",)},
-      "n2": {"NodeAffinity": ("node(s) didn't match Pod's node affinity/selector",)},
-      "n3": {"NodeAffinity": ("node(s) didn't match Pod's node affinity/selector",)}},
+@pytest.mark.parametrize("failures, expected", [
+    ({"n1": ("NodeResourcesFit", ("Insufficient cpu",)),
+      "n2": ("NodeAffinity", ("node(s) didn't match Pod's node affinity/selector",)),
+      "n3": ("NodeAffinity", ("node(s) didn't match Pod's node affinity/selector",))},
      "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector."),
-    ({"n1": {"NodeResourcesFit": ("Insufficient cpu", "Insufficient memory")}},
+    ({"n1": ("NodeResourcesFit", ("Insufficient cpu", "Insufficient memory"))},
      "0/1 nodes are available: 1 Insufficient cpu, 1 Insufficient memory."),
     # Sorted as text, as Kubernetes sorts: "10 ..." before "2 ...".
-    ({**{f"a{i}": {"NodeUnschedulable": ("node(s) were unschedulable",)} for i in range(10)},
-      "b1": {"NodeResourcesFit": ("Too many pods",)}, "b2": {"NodeResourcesFit": ("Too many pods",)}},
+    ({**{f"a{i}": ("NodeUnschedulable", ("node(s) were unschedulable",)) for i in range(10)},
+      "b1": ("NodeResourcesFit", ("Too many pods",)), "b2": ("NodeResourcesFit", ("Too many pods",))},
      "0/12 nodes are available: 10 node(s) were unschedulable, 2 Too many pods."),
 ])
-def test_fit_error_message(verdicts, expected):
-    assert fit_error(len(verdicts), verdicts) == expected
+def test_fit_error_message(failures, expected):
+    assert fit_error(len(failures), failures) == expected
 
 
 def test_no_nodes_at_all():
@@ -231,5 +229,5 @@ def test_a_node_stops_at_its_first_failing_filter():
     framework = default_framework()
     node = node_info("n1", unschedulable=True, cpu="1")
     decision = framework.schedule(make_pod(cpu="2"), [node])
-    assert decision.verdicts["n1"] == {"NodeConditions": (), "NodeUnschedulable": ("node(s) were unschedulable",)}
+    assert decision.failures == {"n1": ("NodeUnschedulable", ("node(s) were unschedulable",))}
     assert decision.message == "0/1 nodes are available: 1 node(s) were unschedulable."
