@@ -60,6 +60,7 @@ class Scheduler:
         self.framework = default_framework(services=self.services.list)
         self.binder = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self._stop = threading.Event()
+        self.stopped = threading.Event()   # set once stop() has finished
         self.bound = 0                     # bindings that went through (for logs and tests)
 
     # ------------------------------------------------ starting and stopping
@@ -97,12 +98,14 @@ class Scheduler:
                 self.queue.backoff(queued)
 
     def stop(self) -> None:
+        """Stop scheduling; bindings already sent are waited for, events flushed."""
         self._stop.set()
         self.queue.close()
         for informer in (self.pods, self.nodes, self.services):
             informer.stop(timeout=2)
         self.binder.shutdown(wait=True, cancel_futures=False)
         self.events.stop()
+        self.stopped.set()
 
     # ------------------------------------------------ one pod
 
@@ -140,7 +143,7 @@ class Scheduler:
                 and (spec.get("schedulerName") or DEFAULT_SCHEDULER) == self.name
                 and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
 
-    # [START bind]
+    # [START scheduler-bind]
     def bind(self, queued: QueuedPod, info: PodInfo, node: str) -> None:
         """POST pods/NAME/binding (on a binder thread). The API server sets
         spec.nodeName and PodScheduled=True, once: a second binding is a 409."""
@@ -167,7 +170,7 @@ class Scheduler:
             self.bound += 1
             self.log.info("bound", obj=info.key, node=node)
             self.events.event(info.pod, "Normal", "Scheduled", f"Successfully assigned {info.key} to {node}")
-    # [END bind]
+    # [END scheduler-bind]
 
     def record_unschedulable(self, pod: dict, decision: Decision) -> None:
         """Say why, where a person looks: a FailedScheduling event and the
@@ -307,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     # is not up yet, retrying with back-off.
     if scheduler.start():
         scheduler.run()
+    scheduler.stopped.wait(20)                 # the stop thread finishing the bindings in flight
     log.info("stopped", bound=scheduler.bound)
     logging.shutdown()
     os._exit(0)       # daemon threads may sit in a socket read; nothing of ours is left to flush

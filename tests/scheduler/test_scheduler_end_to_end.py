@@ -29,6 +29,9 @@ def test_pending_pods_get_bound_and_say_so(cluster):
     log = scheduler.log()
     assert "default/web-0 → node1 (round robin among node1, node2)" in log
     assert "LeastAllocated×1" in log and "TaintToleration×3" in log and "◀" in log
+    # SIGTERM: a clean stop, saying how much it did.
+    assert scheduler.stop() == 0
+    assert "stopped bound=3" in scheduler.log()
 
 
 def test_identical_pods_spread_evenly_over_identical_nodes(cluster):
