@@ -31,7 +31,7 @@ from common.log import EventLogger, get_logger
 from docker_runtime import ContainerInfo, DockerRuntime
 from manifest_source import FileSource
 from pod_actions import compute_pod_actions
-from pod_status import pod_status
+from pod_status import Waiting, pod_status
 from pod_worker import PodWorker, WaitingReasons
 from probes import ProbeManager
 
@@ -119,8 +119,7 @@ class Kubelet:
         uid = pod["metadata"]["uid"]
         actions = compute_pod_actions(pod, containers, self.waiting.of(uid), self.probes.failed_liveness,
                                       self.crash_backoff, self.start_backoff)
-        for name, waiting in actions.waiting.items():
-            self.waiting.set(uid, name, waiting)
+        self._hold_back(pod, actions.waiting)
         if actions:
             self._submit(uid, cfg.pod_key(pod), self.worker.apply, pod, containers, actions)
         self._update_status(pod, containers)
@@ -226,7 +225,6 @@ class Kubelet:
             if reason and reason != "ContainerCreating" and reason != was.get("state", {}).get("waiting", {}).get("reason"):
                 self.log.warning("container waiting", obj=key, container=status["name"],
                                  reason=reason, message=state["waiting"].get("message"))
-                self._backoff_event(pod, status, reason)
         if before and before["phase"] != after["phase"]:
             self.log.info("pod phase changed", obj=key, phase=after["phase"])
         all_running = all("running" in s["state"] for s in after["containerStatuses"])
@@ -235,16 +233,25 @@ class Kubelet:
             started = max(c.started_at or 0 for c in containers if c.name != cfg.SANDBOX_NAME)
             self.log.info("pod running", obj=key, startup=f"{max(0.0, started - self.first_seen[uid]):.3f}s")
 
-    def _backoff_event(self, pod: dict, status: dict, reason: str) -> None:
-        """The BackOff events `kubectl describe` shows for a waiting container
-        (one per wait; repeats are counted by the recorder)."""
-        name, meta, field = status["name"], pod["metadata"], f"spec.containers{{{status['name']}}}"
-        if reason == "CrashLoopBackOff":
-            self.events.event(pod, "Warning", "BackOff", f"Back-off restarting failed container {name} in pod "
-                              f"{meta['name']}_{meta['namespace']}({meta['uid']})", field_path=field)
-        elif reason == "ImagePullBackOff":
-            self.events.event(pod, "Normal", "BackOff", f'Back-off pulling image "{status["image"]}"', field_path=field)
-            self.events.event(pod, "Warning", "Failed", "Error: ImagePullBackOff", field_path=field)
+    def _hold_back(self, pod: dict, waiting: dict[str, Waiting]) -> None:
+        """Remember why containers wait (a back-off, mostly). Each wait that
+        begins is told as a BackOff event: after every failed pull or crash,
+        so the recorder's count shows how often it happened."""
+        uid, meta = pod["metadata"]["uid"], pod["metadata"]
+        before = self.waiting.of(uid)
+        images = {c["name"]: c["image"] for c in pod["spec"]["containers"]}
+        for name, reason in waiting.items():
+            self.waiting.set(uid, name, reason)
+            if name in before and before[name].reason == reason.reason:
+                continue
+            field = f"spec.containers{{{name}}}"
+            if reason.reason == "CrashLoopBackOff":
+                self.events.event(pod, "Warning", "BackOff", f"Back-off restarting failed container {name} in pod "
+                                  f"{meta['name']}_{meta['namespace']}({uid})", field_path=field)
+            elif reason.reason == "ImagePullBackOff":
+                self.events.event(pod, "Normal", "BackOff", f'Back-off pulling image "{images.get(name)}"',
+                                  field_path=field)
+                self.events.event(pod, "Warning", "Failed", "Error: ImagePullBackOff", field_path=field)
 
     def _since_start(self, moment: str | None) -> bool:
         """Did it happen while this kubelet ran? (Deaths from before a

@@ -340,11 +340,6 @@ def test_an_image_that_cannot_be_pulled_shows_as_ErrImagePull_or_ImagePullBackOf
     assert "Error: ImagePullBackOff" in failed
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "kubelet: only the first image-pull back-off is told as Events. After each later failed pull the "
-    "sync loop turns the worker's ErrImagePull back into ImagePullBackOff (pod_actions, _held_back) "
-    "before any status is computed, so Kubelet._log_transitions never sees the reason change and "
-    "_backoff_event does not record BackOff / 'Error: ImagePullBackOff' again"))
 def test_every_image_pull_back_off_is_told_again_as_kubectl_describe_counts_it(cluster, request):
     # On a quiet node: on a busy one, a sync that happens to run while the
     # pull fails reports ErrImagePull in between and hides the bug.
