@@ -54,6 +54,11 @@ class Scheduler:
         self.console = console
         self.cache = SchedulerCache()
         self.queue = SchedulingQueue()
+        # One watch on every pod, pending and bound alike: a binding then
+        # arrives as one event that moves the pod out of the queue and into
+        # the cache. With two watches (spec.nodeName= and spec.nodeName!=)
+        # it would leave one before or after entering the other, and for a
+        # moment the pod would be in both places, or in neither.
         self.pods = Informer(client, "v1", "pods")
         self.nodes = Informer(client, "v1", "nodes")
         self.services = Informer(client, "v1", "services")
