@@ -2,7 +2,7 @@
 
 A kubelet that joins a cluster first says who it is: a Node named after the
 machine, with its addresses, what it can hold (capacity: CPUs, memory,
-pods) and what it runs (nodeInfo). The scheduler (chapter 03) places pods by
+disk for containers' writable layers and logs, pods) and what it runs (nodeInfo). The scheduler (chapter 03) places pods by
 these numbers. Then, every few seconds, it renews the node's Ready
 condition: a node whose heartbeat goes stale is presumed dead (chapter 04's
 node lifecycle controller acts on that).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import socket
 import time
 
@@ -32,6 +33,13 @@ def machine_memory_bytes() -> int:
     raise RuntimeError("no MemTotal in /proc/meminfo")
 
 
+def ephemeral_storage_bytes(path: str = "/var/lib/docker") -> int:
+    """The size of the filesystem Docker keeps containers on (the root
+    filesystem if that directory is not there): what pods' ephemeral-storage
+    requests are counted against."""
+    return shutil.disk_usage(path if os.path.isdir(path) else "/").total
+
+
 def _arch() -> str:
     machine = platform.machine()
     return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
@@ -41,7 +49,8 @@ def _arch() -> str:
 def node_object(node_name: str, node_ip: str, kubelet_port: int, docker_version: str) -> dict:
     """The Node as this kubelet registers it, measured from the real machine."""
     memory = f"{machine_memory_bytes() // 1024}Ki"
-    capacity = {"cpu": str(os.cpu_count() or 1), "memory": memory, "pods": str(MAX_PODS)}
+    capacity = {"cpu": str(os.cpu_count() or 1), "memory": memory,
+                "ephemeral-storage": f"{ephemeral_storage_bytes() // 1024}Ki", "pods": str(MAX_PODS)}
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": node_name, "labels": {
