@@ -10,7 +10,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv images demo demo-01 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver certs clean-node snippet clean
+.PHONY: help venv images demo demo-01 demo-02 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver certs clean-node test-03 lesson-03 snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -38,7 +38,10 @@ $(STAMP): requirements.txt
 images: venv ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
 	@sh 01-kubelet/images/build.sh
 
-demo: venv images ## the cluster so far: an API server and two kubelets run pods; kubectl get nodes,pods -o wide
+demo: venv images ## the cluster so far: an API server, two kubelets and the scheduler spread pods; kubectl get nodes,pods -o wide
+	$(PY) 03-scheduler/demo.py
+
+demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
 	$(PY) 02-apiserver/demo.py
 
 demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up
@@ -69,6 +72,12 @@ lesson-02: venv ## run chapter 02's README as a lesson, command by command
 
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
 	$(PY) 02-apiserver/bench.py
+
+test-03: venv images ## chapter 03: the scheduler's plugins, queue and cache, and end to end with a real API server and kubelets
+	$(PYTEST) tests/scheduler
+
+lesson-03: venv images ## run chapter 03's README as a lesson, command by command
+	$(PYTEST) tests/lessons/test_lessons.py -k 03-scheduler
 
 apiserver: venv ## run the API server on 127.0.0.1:8080 with its data in /tmp/groundup-data (DATA=dir to change)
 	$(PY) 02-apiserver/apiserver.py --data-dir $(or $(DATA),/tmp/groundup-data)
