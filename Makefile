@@ -10,7 +10,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv images demo demo-01 demo-02 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 apiserver certs clean-node test-03 lesson-03 snippet clean
+.PHONY: help venv images demo demo-01 demo-02 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -72,6 +72,9 @@ lesson-02: venv ## run chapter 02's README as a lesson, command by command
 
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
 	$(PY) 02-apiserver/bench.py
+
+bench-02-nodes: venv images ## chapter 02 benchmark: 30 pods through the API vs from manifests, API writes per pod, idle kubelet's requests
+	$(PY) 02-apiserver/bench_nodes.py
 
 test-03: venv images ## chapter 03: the scheduler's plugins, queue and cache, and end to end with a real API server and kubelets
 	$(PYTEST) tests/scheduler
