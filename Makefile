@@ -19,7 +19,7 @@ help: ## list the targets
 	@echo
 	@echo "All targets:"
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | \
-	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
+	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
 
 venv: $(STAMP) ## create or reuse ./.venv with the pinned dependencies
 

@@ -48,9 +48,10 @@ class ApiSource:
         self._kick = threading.Event()
         self._stop = threading.Event()
         self._conflicts: set[str] = set()   # static pods whose name a regular API pod has
-        # Creates and deletes done but not yet seen through the watch: not
-        # to be done again meanwhile. (what, pod key or uid) -> when.
-        self._done: dict[tuple[str, str], float] = {}
+        # Creates and deletes being sent, or done but not yet seen through
+        # the watch: not to be done again meanwhile. (what, pod key or uid).
+        self._in_flight: set[tuple[str, str]] = set()
+        self._done: dict[tuple[str, str], float] = {}      # -> when
 
     def start(self) -> "ApiSource":
         self.informer.start()
@@ -171,7 +172,7 @@ class ApiSource:
         written once. once: a create or delete, not repeated for 5 seconds
         after it was done (the watch has not shown its effect yet)."""
         with self._lock:
-            if once and time.monotonic() - self._done.get(what, -10.0) < 5.0:
+            if once and (what in self._in_flight or time.monotonic() - self._done.get(what, -10.0) < 5.0):
                 return
             self._pending[what] = write
         self._kick.set()
@@ -183,20 +184,29 @@ class ApiSource:
             self._kick.clear()
             with self._lock:
                 batch, self._pending = self._pending, {}
+                self._in_flight = {what for what in batch if what[0] != "status"}
             failed = False
             for (what, key), write in batch.items():
                 try:
                     write()
                     self.writes += 1
                     if what != "status":
-                        self._done[(what, key)] = time.monotonic()
+                        with self._lock:
+                            self._done[(what, key)] = time.monotonic()
+                            self._in_flight.discard((what, key))
                 except (APIConnectionError, APIStatusError) as error:
                     failed = True
                     self.log.warning(f"cannot write to the API server ({what}); will retry", obj=key,
                                      error=str(error))
                     if what != "status":       # a status is decided afresh each sync; the rest is retried
                         with self._lock:
+                            self._in_flight.discard((what, key))
                             self._pending.setdefault((what, key), write)
+                except Exception as error:     # a bug: say so, and keep the writer alive
+                    self.log.error(f"writing to the API server failed ({what})", obj=key,
+                                   error=f"{type(error).__name__}: {error}")
+                    with self._lock:
+                        self._in_flight.discard((what, key))
             now = time.monotonic()
             with self._lock:
                 self._done = {k: t for k, t in self._done.items() if now - t < 5.0}
