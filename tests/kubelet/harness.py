@@ -6,6 +6,7 @@ kubelet), and everything it made is removed afterwards, also on failure.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+import docker.errors
 import pytest
 import requests
 
@@ -134,10 +136,14 @@ class Kubelet:
 
     def cleanup(self) -> None:
         self.stop(signal.SIGKILL)
+        # Gone already is fine (a `kubelet.py --cleanup --all-nodes` run
+        # meanwhile on this machine's Docker): the point is that it is gone.
         for container in self.containers():
-            container.remove(force=True)
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
         for volume in self.docker.volumes.list(filters={"label": f"{NODE_LABEL}={self.node_name}"}):
-            volume.remove(force=True)
+            with contextlib.suppress(docker.errors.NotFound):
+                volume.remove(force=True)
 
 
 def all_running(pod: dict) -> bool:
