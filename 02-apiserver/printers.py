@@ -337,6 +337,13 @@ def job_status(job: dict) -> str:
     return "Running"
 
 
+# --- Lease ------------------------------------------------------------------------
+
+def lease_cells(lease: dict, now: datetime) -> list:
+    # A released lease has no holder: the cell is empty, as in Kubernetes.
+    return [name_of(lease), as_str(dig(lease, "spec", "holderIdentity")), age(lease, now)]
+
+
 def default_cells(obj: dict, now: datetime) -> list:
     return [name_of(obj), age(obj, now)]
 
@@ -428,6 +435,9 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Duration", "How long the job ran, or has run so far."),
         AGE, CONTAINERS, IMAGES, SELECTOR,
     ), job_cells),
+    ("coordination.k8s.io", "Lease"): Printer((
+        NAME, Column("Holder", "Who holds the lease (spec.holderIdentity): for a node's, the node."), AGE,
+    ), lease_cells),
 }
 # [END printers]
 

@@ -74,6 +74,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apps", "v1", "Deployment", "deployments", True, ("deploy",), ("status", "scale"), ALL),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), ALL),
     Resource("batch", "v1", "Job", "jobs", True, (), ("status",), ALL),
+    # Kubelets' heartbeats (kube-node-lease/<node>) and leader election.
+    Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
     # Not stored: a question for the authorizer (`kubectl auth can-i`), see access_review.py.
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
              verbs=("create",)),

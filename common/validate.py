@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from common import validation_apps as apps
+from common import validation_coordination as coordination
 from common import validation_core as core
 from common.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.names import DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, _dns1123_label_format, \
@@ -84,6 +85,8 @@ KINDS: dict[tuple[str, str], KindRules] = {
                                      apps.validate_selector_update, _status_of("DaemonSet")),
     ("batch", "Job"): KindRules("batch/v1", True, apps.validate_job, apps.validate_job_update,
                                 _status_of("Job")),
+    ("coordination.k8s.io", "Lease"): KindRules("coordination.k8s.io/v1", True,
+                                                coordination.validate_lease),
 }
 # [END kind-rules]
 

@@ -84,6 +84,11 @@ def valid(kind):
                 "spec": {"completions": 3, "parallelism": 2, "backoffLimit": 4,
                          "template": {"spec": {"restartPolicy": "Never", "containers": [
                              {"name": "pi", "image": "perl:5.34"}]}}}},
+        "Lease": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                  "metadata": {"name": "node-1", "namespace": "kube-node-lease"},
+                  "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 40,
+                           "acquireTime": "2026-11-22T08:30:00.000000Z",
+                           "renewTime": "2026-11-22T08:36:33.123456Z", "leaseTransitions": 0}},
     }
     return objects[kind]
 

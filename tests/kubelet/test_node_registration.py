@@ -5,6 +5,7 @@ from __future__ import annotations
 from apiserver_harness import APIServer, Client
 from harness import make_kubelet  # noqa: F401 (a fixture)
 from polling import free_port, wait_for
+from test_kubectl import Kubectl
 
 
 def _node(api: Client, name: str):
@@ -31,6 +32,34 @@ def test_the_node_registers_and_its_heartbeat_stays_fresh(tmp_path, make_kubelet
         table = api.get("/api/v1/nodes", headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}).json()
         row = next(r for r in table["rows"] if r["cells"][0] == kubelet.node_name)
         assert row["cells"][1] == "Ready"                 # what `kubectl get nodes` shows
+    finally:
+        server.stop()
+
+
+def _lease(api: Client, name: str):
+    response = api.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{name}")
+    return response.json() if response.status_code == 200 else None
+
+
+def test_the_node_lease_is_created_owned_by_the_node_and_renewed(tmp_path, make_kubelet, kubectl):
+    server = APIServer(tmp_path / "data").start()
+    try:
+        api = Client(server.url)
+        kubelet = make_kubelet("--apiserver", server.url, "--node-status-update-frequency", "0.3")
+        lease = wait_for(lambda: _lease(api, kubelet.node_name), timeout=30, what="the node's Lease")
+        node = _node(api, kubelet.node_name)
+        assert lease["spec"]["holderIdentity"] == kubelet.node_name
+        assert lease["spec"]["leaseDurationSeconds"] == 40
+        assert lease["metadata"]["ownerReferences"] == [
+            {"apiVersion": "v1", "kind": "Node", "name": kubelet.node_name, "uid": node["metadata"]["uid"]}]
+        first = lease["spec"]["renewTime"]
+        assert first.endswith("Z") and len(first) == len("2026-11-22T08:36:33.123456Z")   # a MicroTime
+        wait_for(lambda: _lease(api, kubelet.node_name)["spec"]["renewTime"] > first, timeout=10,
+                 what="a later renewTime")
+        described = Kubectl(kubectl, server.url, "default", tmp_path).run("describe", "node", kubelet.node_name)
+        assert described.returncode == 0, described.stderr
+        assert f"HolderIdentity:  {kubelet.node_name}" in described.stdout
+        assert "Failed to get lease" not in described.stdout + described.stderr
     finally:
         server.stop()
 
