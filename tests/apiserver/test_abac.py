@@ -304,7 +304,8 @@ EXAMPLE = [
     (SCHEDULER, res("create", "pods", "d", name="w", sub="binding"), True),
     (SCHEDULER, res("create", "events", "d"), True),
     (SCHEDULER, res("update", "nodes", name="n1"), False),
-    (SCHEDULER, res("list", "services", "d"), False),
+    *[(SCHEDULER, res(v, "services", "d"), True) for v in ("list", "watch")],   # to spread a service's pods
+    (SCHEDULER, res("update", "services", "d", name="s"), False),
     (SCHEDULER, path("GET", "/version"), True),
     # the controller manager
     (CONTROLLERS, res("list", "services", "d"), True),
