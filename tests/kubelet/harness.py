@@ -9,10 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -107,14 +105,8 @@ class Kubelet:
 
     def wait_pod(self, name: str, check, timeout: float = 30, what: str = "") -> dict:
         """Wait until the pod exists and check(pod) is true; returns the pod."""
-        def probe():
-            pod = self.pod(name)
-            return pod if pod is not None and check(pod) else None
-        try:
-            return wait_for(probe, timeout, what=f"pod {name}: {what}")
-        except AssertionError as error:
-            raise AssertionError(f"{error}\nstatus: {(self.pod(name) or {}).get('status')}\n"
-                                 f"kubelet log:\n{self.log()[-3000:]}") from None
+        return wait_for_pod(lambda: self.pod(name), name, check, timeout, what,
+                            lambda: f"kubelet log:\n{self.log()[-3000:]}")
 
     def wait_phase(self, name: str, phase: str, timeout: float = 30) -> dict:
         return self.wait_pod(name, lambda p: p["status"].get("phase") == phase, timeout, f"phase {phase}")
@@ -144,6 +136,18 @@ class Kubelet:
         for volume in self.docker.volumes.list(filters={"label": f"{NODE_LABEL}={self.node_name}"}):
             with contextlib.suppress(docker.errors.NotFound):
                 volume.remove(force=True)
+
+
+def wait_for_pod(get, name: str, check, timeout: float, what: str, context) -> dict:
+    """Wait until get() returns a pod that passes check(pod); on failure say
+    what its status was, and context() (logs)."""
+    def probe():
+        pod = get()
+        return pod if pod is not None and check(pod) else None
+    try:
+        return wait_for(probe, timeout, what=f"pod {name}: {what}")
+    except AssertionError as error:
+        raise AssertionError(f"{error}\nstatus: {(get() or {}).get('status')}\n{context()}") from None
 
 
 def all_running(pod: dict) -> bool:

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from apiserver_harness import APIServer, Client, unique
-from harness import NODE_LABEL, Kubelet, make_kubelet  # noqa: F401 (make_kubelet is a fixture)
+from harness import NODE_LABEL, Kubelet, make_kubelet, wait_for_pod  # noqa: F401 (make_kubelet is a fixture)
 from polling import wait_for
 from pod_config import SANDBOX_NAME
 from test_kubectl import Kubectl
@@ -118,14 +118,7 @@ def container(name: str, script: str, **extra) -> dict:
 
 def wait_pod(cluster: Cluster, name: str, check, timeout: float = 30, what: str = "") -> dict:
     """Wait until the pod in the API passes check(pod); returns it."""
-    def probe():
-        pod = get_pod(cluster.api, name)
-        return pod if pod is not None and check(pod) else None
-    try:
-        return wait_for(probe, timeout, what=f"pod {name}: {what}")
-    except AssertionError as error:
-        raise AssertionError(f"{error}\nstatus: {(get_pod(cluster.api, name) or {}).get('status')}\n"
-                             f"{cluster.logs()}") from None
+    return wait_for_pod(lambda: get_pod(cluster.api, name), name, check, timeout, what, cluster.logs)
 
 
 def running_with_ip(pod: dict) -> bool:
