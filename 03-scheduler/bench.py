@@ -459,7 +459,7 @@ def table(args, floors: Floors, real: Outcome, recorded: int, probed: Outcome, t
          f"{spread}; {recorded:,} of {real.bound:,}", "", "", "", None),
         (f"scheduling cycle per pod, filter + score ({len(cycles):,} pods, {args.nodes:,} nodes), p50 / p99",
          p50_p99(cycles, 1e-9), "", "", "p99 ≤ 20 ms", bool(cycles) and percentile(cycles, 0.99) <= 20e6),
-        ("  the same cycles in CPU time (the rest is waiting for the GIL), p50 / p99", p50_p99(cycle_cpu, 1e-9),
+        ("  the same cycles in CPU time (the rest: waiting for the GIL or a core), p50 / p99", p50_p99(cycle_cpu, 1e-9),
          "", "", "", None),
         ("  whole schedule_one (cycle + cache lock + assume + hand-off), p50 / p99", p50_p99(whole, 1e-9),
          "", "", "", None),
