@@ -74,6 +74,8 @@ def explanation(pod_key: str, decision: Decision, framework: Framework) -> Group
         title = f"[bold]{pod_key}[/bold] → {decision.node} (round robin among {', '.join(sorted(decision.ties))})"
     else:
         title = f"[bold]{pod_key}[/bold] → {decision.node}"
+    if len(decision.nodes) < decision.total_nodes:
+        title += f" [dim](enough feasible nodes found among {len(decision.nodes)} of {decision.total_nodes})[/dim]"
     parts = [title]
     if decision.nodes:
         parts.append(filter_table(decision, framework))

@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 MAX_NODE_SCORE = 100
+MIN_FEASIBLE_NODES = 100  # below this many nodes, every node is looked at
 NO_NODES = "no nodes available to schedule pods"
 SKIP = "skip"             # what prepare() returns when the plugin has nothing to check for this pod
 
@@ -62,10 +63,11 @@ class Decision:
 
     node: str | None = None                      # where the pod goes; None: nowhere
     message: str = ""                            # why nowhere: the FailedScheduling text
-    nodes: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)                     # the nodes looked at
+    total_nodes: int = 0                                               # of how many
     skipped: set[str] = field(default_factory=set)                     # plugins with nothing to do here
     failures: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # node -> (filter, reasons)
-    scores: dict[str, dict[str, int]] = field(default_factory=dict)    # node -> {score name: 0-100}
+    scores: dict[str, dict[str, int]] = field(default_factory=dict)    # node -> {score name: 0-100}, if explained
     totals: dict[str, int] = field(default_factory=dict)               # node -> weighted sum
     ties: list[str] = field(default_factory=list)                      # the nodes sharing the best total
 
@@ -92,18 +94,32 @@ class RoundRobin:
     # [END round-robin]
 
 
+def nodes_to_find(total: int) -> int:
+    """How many feasible nodes are enough to choose from (Kubernetes'
+    adaptive percentageOfNodesToScore): all of a small cluster; of a large
+    one, a share that shrinks from 50% as it grows (42% of 1,000 nodes, 10%
+    of 5,000), never under 5% nor under 100 nodes. The best of 420 good
+    nodes is almost always as good as the best of 1,000, at 42% of the cost."""
+    if total < MIN_FEASIBLE_NODES:
+        return total
+    percentage = max(50 - total // 125, 5)
+    return max(total * percentage // 100, MIN_FEASIBLE_NODES)
+
+
 class Framework:
     """Runs a profile: filters in order, then weighted scores, then the tie-break."""
 
-    def __init__(self, filters: list[Plugin], scores: list[tuple[Plugin, int]]):
+    def __init__(self, filters: list[Plugin], scores: list[tuple[Plugin, int]], explain: bool = False):
         self.filters = filters
         self.scores = scores                       # (plugin, weight)
+        self.explain = explain                     # keep every node's score per plugin (for --explain)
         self.round_robin = RoundRobin()
+        self.next_start = 0                        # where the next search for feasible nodes begins
         self._prepared = list({id(p): p for p in filters + [p for p, _ in scores]}.values())
 
     def schedule(self, pod, nodes: list) -> Decision:
         """Decide where pod goes among nodes (NodeInfo objects with a Node)."""
-        decision = Decision(nodes=[n.name for n in nodes])
+        decision = Decision(total_nodes=len(nodes))
         if not nodes:
             decision.message = NO_NODES
             return decision
@@ -122,9 +138,18 @@ class Framework:
         return decision
 
     def run_filters(self, pod, nodes: list, state: dict, decision: Decision) -> list:
+        """The feasible nodes: all of them, or enough (nodes_to_find) in a
+        large cluster. Each search starts where the last one stopped, so
+        every node gets its turn to be looked at."""
         filters = [plugin for plugin in self.filters if plugin.name not in decision.skipped]
+        wanted, total = nodes_to_find(len(nodes)), len(nodes)
         feasible = []
-        for node in nodes:
+        start = self.next_start % total
+        looked_at = 0
+        for i in range(total):
+            node = nodes[(start + i) % total]
+            looked_at += 1
+            decision.nodes.append(node.name)
             for plugin in filters:
                 reasons = plugin.filter(pod, node, state)
                 if reasons:
@@ -132,20 +157,26 @@ class Framework:
                     break                  # one "no" is enough; later filters need not run
             else:
                 feasible.append(node)
+                if len(feasible) == wanted:
+                    break
+        self.next_start = (start + looked_at) % total
         return feasible
 
     def run_scores(self, pod, nodes: list, state: dict, decision: Decision) -> None:
-        decision.scores = {node.name: {} for node in nodes}
-        decision.totals = dict.fromkeys(decision.scores, 0)
+        """Weighted sum per node. A plugin with nothing to say about this pod
+        (skipped) adds nothing: 0 for every node leaves the ranking as it is."""
+        decision.totals = dict.fromkeys((node.name for node in nodes), 0)
+        if self.explain:
+            decision.scores = {name: {} for name in decision.totals}
         for plugin, weight in self.scores:
             if plugin.name in decision.skipped:
-                normalized = dict.fromkeys(decision.scores, 0)       # no say in this choice
-            else:
-                raw = {node.name: plugin.score(pod, node, state) for node in nodes}
-                normalized = plugin.normalize(raw, state)
-            for name, value in normalized.items():
-                decision.scores[name][plugin.name] = value
-                decision.totals[name] += value * weight
+                continue
+            raw = {node.name: plugin.score(pod, node, state) for node in nodes}
+            totals = decision.totals
+            for name, value in plugin.normalize(raw, state).items():
+                totals[name] += value * weight
+                if self.explain:
+                    decision.scores[name][plugin.name] = value
 
 
 def fit_error(node_count: int, failures: dict[str, tuple[str, tuple[str, ...]]]) -> str:

@@ -63,6 +63,7 @@ class Scheduler:
         self.nodes = Informer(client, "v1", "nodes")
         self.services = Informer(client, "v1", "services")
         self.framework = default_framework(services=self.services.list)
+        self.framework.explain = explain          # keep each plugin's score per node, to print
         self.binder = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self._stop = threading.Event()
         self.stopped = threading.Event()   # set once stop() has finished
@@ -298,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
         log.error("cannot use the kubeconfig", error=str(error))
         return 2
     client = APIClient(connection, user_agent=f"scheduler/{args.scheduler_name}")
-    events = EventRecorder(client, args.scheduler_name, log=log).start()
+    # One Scheduled event per pod: a burst of thousands of pods outruns the
+    # writer thread for a while, so the queue holds that many.
+    events = EventRecorder(client, args.scheduler_name, log=log, queue_size=10_000).start()
     console = None
     if args.explain:
         from rich.console import Console
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     if scheduler.start():
         scheduler.run()
     scheduler.stopped.wait(20)                 # the stop thread finishing the bindings in flight
-    log.info("stopped", bound=scheduler.bound)
+    log.info("stopped", bound=scheduler.bound, events_dropped=events.dropped or None)
     logging.shutdown()
     os._exit(0)       # daemon threads may sit in a socket read; nothing of ours is left to flush
 

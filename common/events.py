@@ -94,11 +94,13 @@ class EventRecorder:
             self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
+        """Write what is queued, for up to timeout seconds; the rest is dropped (and counted)."""
         if self._thread is not None:
             self._queue.put(None)
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=timeout)
             self._thread = None
+            self.dropped += max(self._queue.qsize() - 1, 0)   # the None is not an event
 
     def event(self, obj: dict, type: str, reason: str, message: str, field_path: str | None = None) -> None:
         """Record one event about obj; returns at once."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from default_profile import default_framework
-from framework import Framework, RoundRobin, default_normalize, fit_error
+from framework import Framework, RoundRobin, default_normalize, fit_error, nodes_to_find
 from inter_pod import SelectorSpread
 from node_filters import NodeAffinity, TaintToleration
 from node_resources import NodeResourcesBalancedAllocation, NodeResourcesLeastAllocated, pod_requests
@@ -16,8 +16,8 @@ MI = 1024 * 1024
 
 def scores(plugin, pod, nodes):
     """{node: 0-100} from plugin alone, run by the framework as the scheduler runs it."""
-    decision = Framework([], [(plugin, 1)]).schedule(pod, nodes)
-    return {name: by_plugin[plugin.name] for name, by_plugin in decision.scores.items()}
+    decision = Framework([], [(plugin, 1)], explain=True).schedule(pod, nodes)
+    return {name: by_plugin.get(plugin.name, 0) for name, by_plugin in decision.scores.items()}
 
 
 # ---------------------------------------------------------------- least allocated
@@ -231,3 +231,28 @@ def test_a_node_stops_at_its_first_failing_filter():
     decision = framework.schedule(make_pod(cpu="2"), [node])
     assert decision.failures == {"n1": ("NodeUnschedulable", ("node(s) were unschedulable",))}
     assert decision.message == "0/1 nodes are available: 1 node(s) were unschedulable."
+
+
+# ------------------------------------------------- how many nodes are looked at
+
+@pytest.mark.parametrize("total, enough", [
+    (3, 3), (99, 99),              # a small cluster: every node
+    (100, 100), (200, 100),        # never under 100 nodes
+    (1000, 420), (5000, 500),      # 50% - 1% per 125 nodes: 42%, then 10%
+    (10000, 500),                  # never under 5%
+])
+def test_enough_feasible_nodes_shrinks_as_the_cluster_grows(total, enough):
+    assert nodes_to_find(total) == enough
+
+
+def test_a_large_cluster_is_searched_in_turns_until_enough_nodes_fit():
+    framework = default_framework()
+    nodes = [node_info(f"n{i:03}", cpu="8", memory="16Gi") for i in range(300)]   # 144 are enough
+    first = framework.schedule(make_pod("a"), nodes)
+    second = framework.schedule(make_pod("b"), nodes)
+    assert len(first.nodes) == len(second.nodes) == 144 and first.total_nodes == 300
+    assert first.nodes[0] == "n000" and second.nodes[0] == "n144"           # the next search goes on from there
+    assert first.node in first.nodes and second.node in second.nodes
+    # A pod that fits nowhere has every node looked at, so the message counts them all.
+    nowhere = framework.schedule(make_pod("huge", cpu="64"), nodes)
+    assert len(nowhere.nodes) == 300 and nowhere.message == "0/300 nodes are available: 300 Insufficient cpu."
