@@ -120,10 +120,11 @@ class ApiSource:
 
     def _write_status(self, api_pod: dict, status: dict) -> None:
         uid = api_pod["metadata"]["uid"]
-        if self._sent.get(uid) == status or api_pod.get("status") == status:
+        before = api_pod.get("status") or {}
+        status = _keep_scheduled(status, before)
+        if self._sent.get(uid) == status or before == status:
             return
         self._sent[uid] = status
-        before = api_pod.get("status") or {}
         # A merge patch keeps fields it does not mention: name the ones the
         # new status no longer has (null), so the stored status is exactly ours.
         # metadata.uid makes it apply only to this pod, not a namesake.
@@ -215,3 +216,14 @@ class ApiSource:
                 self._kick.set()
             else:
                 backoff.forget("api")
+
+
+def _keep_scheduled(status: dict, stored: dict) -> dict:
+    """The PodScheduled condition belongs to whoever placed the pod (the
+    scheduler's binding sets it, with its time): keep the stored one rather
+    than the kubelet's own, as the real kubelet does."""
+    scheduled = next((c for c in stored.get("conditions") or [] if c.get("type") == "PodScheduled"), None)
+    if scheduled is None:
+        return status
+    conditions = [scheduled if c.get("type") == "PodScheduled" else c for c in status.get("conditions") or []]
+    return {**status, "conditions": conditions}
