@@ -530,12 +530,17 @@ def main() -> int:
         print("(the WSGI server answers every request with `Connection: close`, so every request in the "
               "throughput rows, the floors' included, pays for a new connection and a new thread)")
     print()
-    print("| measure | API server | floor (same run) | ratio | target | met |")
+    print_rows(rows, "API server")
+    print(f"\nrun time {time.monotonic() - began:.0f} s")
+    return 0
+
+
+def print_rows(rows: list[tuple], subject: str) -> None:
+    """The table, in Markdown, ready for a chapter README."""
+    print(f"| measure | {subject} | floor (same run) | ratio | target | met |")
     print("|---|---|---|---|---|---|")
     for measure, value, floor, ratio, target, met in rows:
         print(f"| {measure} | {value} | {floor} | {ratio} | {target} | {'' if met is None else 'yes' if met else 'NO'} |")
-    print(f"\nrun time {time.monotonic() - began:.0f} s")
-    return 0
 
 
 if __name__ == "__main__":

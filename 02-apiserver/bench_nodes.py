@@ -28,7 +28,6 @@ end, on Ctrl-C too. It prints Markdown tables for 02-apiserver/README.md.
 from __future__ import annotations
 
 import http.client
-import importlib.util
 import json
 import os
 import platform
@@ -50,19 +49,14 @@ import docker
 import requests
 import yaml
 
+from common.loader import load_module
+
 HERE = Path(__file__).resolve().parent
 KUBELET = HERE.parent / "01-kubelet" / "kubelet.py"
 
 
-def _chapter01_bench():
-    """01-kubelet/bench.py, loaded by path (this directory has a bench.py of its own)."""
-    spec = importlib.util.spec_from_file_location("kubelet_bench", HERE.parent / "01-kubelet" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ch01 = _chapter01_bench()
+# 01-kubelet/bench.py by path: this directory has a bench.py of its own.
+ch01 = load_module(HERE.parent / "01-kubelet" / "bench.py", "kubelet_bench")
 PODS, SOLO, percentile, free_port = ch01.PODS, ch01.SOLO, ch01.percentile, ch01.free_port
 NAMESPACE = "bench"
 BENCH_ADDRESS, KUBELET_ADDRESS = "127.0.0.2", "127.0.0.1"

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import importlib.util
 import io
 import json
 import os
@@ -58,21 +57,15 @@ import aiohttp
 
 from common.client import APIClient, APIConnectionError
 from common.kubeconfig import Connection
+from common.loader import load_module
 
 HERE = Path(__file__).resolve().parent
 SCHEDULER = HERE / "scheduler.py"
 BIND_CLIENTS = 16          # the scheduler's default --bind-workers: bindings in flight at once
 
 
-def _chapter02_bench():
-    """02-apiserver/bench.py, loaded by path (this directory has a bench.py of its own)."""
-    spec = importlib.util.spec_from_file_location("apiserver_bench", HERE.parent / "02-apiserver" / "bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ch02 = _chapter02_bench()
+# 02-apiserver/bench.py by path: this directory has a bench.py of its own.
+ch02 = load_module(HERE.parent / "02-apiserver" / "bench.py", "apiserver_bench")
 percentile, call, start_apiserver, populate = ch02.percentile, ch02.call, ch02.start_apiserver, ch02.populate
 
 
@@ -509,10 +502,7 @@ def main() -> int:
           f"{args.pods:,} pods (10m cpu, 16Mi each), created by {args.clients} clients (aiohttp); "
           f"the scheduler: 03-scheduler/scheduler.py in its own process")
     print()
-    print("| measure | scheduler | floor (same run) | ratio | target | met |")
-    print("|---|---|---|---|---|---|")
-    for measure, value, floor, ratio, target, met in rows:
-        print(f"| {measure} | {value} | {floor} | {ratio} | {target} | {'' if met is None else 'yes' if met else 'NO'} |")
+    ch02.print_rows(rows, "scheduler")
     print(f"\nrun time {time.monotonic() - began:.0f} s")
     return 0
 
