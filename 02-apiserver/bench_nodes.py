@@ -50,6 +50,7 @@ import requests
 import yaml
 
 from common.loader import load_module
+from common.processes import stop_within
 
 HERE = Path(__file__).resolve().parent
 KUBELET = HERE.parent / "01-kubelet" / "kubelet.py"
@@ -106,16 +107,6 @@ class Run:
                 print(f"cleanup: {type(error).__name__}: {error}", file=sys.stderr)
 
 
-def stop(process: subprocess.Popen, grace: float) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 class KubeletOutput:
     """The kubelet's log lines, stamped as they arrive through a pipe (and
     kept in a file): when it read each pod's manifest, when it first found
@@ -170,7 +161,7 @@ def start_kubelet(run: Run, node: str, source_args: list[str]) -> Kubelet:
     output = KubeletOutput(process, run.workdir / f"kubelet-{node}.log")
 
     def undo() -> None:
-        stop(process, 30)
+        stop_within(process, 30)
         subprocess.run([sys.executable, str(KUBELET), "--cleanup", "--node-name", node],
                        check=False, capture_output=True, timeout=300)
         Path(tempfile.gettempdir(), f"groundup-kubelet-{node}.lock").unlink(missing_ok=True)
@@ -544,7 +535,7 @@ def run_paths(run: Run) -> dict:
     server_log = run.workdir / "apiserver.log"
     server = run.start([HERE / "apiserver.py", "--data-dir", run.workdir / "data", "--insecure-port", port,
                         "--log-requests"], server_log)
-    run.defer(lambda: stop(server, 10))
+    run.defer(lambda: stop_within(server, 10))
     wait_for(lambda: api(port, "GET", "/healthz")[0] == 200, 30, "the API server did not answer", server_log)
     log = RequestLog(server_log)
     code, body = api(port, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",

@@ -58,6 +58,7 @@ import aiohttp
 from common.client import APIClient, APIConnectionError
 from common.kubeconfig import Connection
 from common.loader import load_module
+from common.processes import stop_within
 
 HERE = Path(__file__).resolve().parent
 SCHEDULER = HERE / "scheduler.py"
@@ -214,16 +215,6 @@ class Processes:
     def stop_all(self) -> None:
         while self.running:
             self.stop(self.running[-1])
-
-
-def stop_within(process: subprocess.Popen, grace: float) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def wait_for_line(process: subprocess.Popen, log_path: Path, marker: str, timeout: float) -> None:
