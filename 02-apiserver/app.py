@@ -21,6 +21,7 @@ import discovery
 import gauntlet
 import objects
 import openapi
+import openapi_v2
 import rest
 import tokens
 from common.defaults import apply_defaults
@@ -79,6 +80,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     app.register_blueprint(discovery.bp)
     app.register_blueprint(openapi.bp)
+    app.register_blueprint(openapi_v2.bp)
     app.register_blueprint(access_review.bp)
     app.register_blueprint(rest.bp)
     gauntlet.install(app)

@@ -23,7 +23,9 @@ bp = Blueprint("discovery", __name__)
 # Kubernetes does: the official Python client asks for /api/v1/ and /apis/.
 
 KUBERNETES_MINOR = "32"     # the kubectl dispatcher picks its kubectl by this: keep 1.32
-AGGREGATED = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+# The aggregated document's versions, newest first. kubectl 1.30+ asks for v2
+# first, 1.27-1.29 for v2beta1 only; the two have the same shape.
+AGGREGATED_VERSIONS = ("v2", "v2beta1")
 
 _SUBRESOURCE_KIND = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding")}
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
@@ -45,15 +47,65 @@ def healthz():
     return Response("ok", mimetype="text/plain")
 
 
-def _wants_aggregated() -> bool:
-    return "as=APIGroupDiscoveryList" in request.headers.get("Accept", "")
+# [START discovery-negotiation]
+def aggregated_content_type(version: str) -> str:
+    return f"application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"
 
 
-def _aggregated(items: list) -> Response:
-    body = {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
-            "metadata": {}, "items": items}
-    response = respond(body)
-    response.headers["Content-Type"] = AGGREGATED     # exactly this, or kubectl finds nothing
+def negotiate_discovery(accept: str) -> str | None:
+    """Which answer /api and /apis give: "v2" or "v2beta1" for the
+    aggregated document, None for the legacy one.
+
+    A client lists what it can read in Accept, best first (or weighted with
+    q=). kubectl 1.29 sends `...;v=v2beta1;as=APIGroupDiscoveryList,
+    application/json`: it cannot read v2, so it must get v2beta1, and a
+    client that only says `application/json` gets the legacy APIVersions
+    or APIGroupList. Nothing acceptable is 406 Not Acceptable, as in
+    Kubernetes."""
+    if not accept.strip():
+        return None
+    for media_type, params in _by_preference(accept):
+        if params.get("as") == "APIGroupDiscoveryList":
+            if (media_type == "application/json" and params.get("g") == "apidiscovery.k8s.io"
+                    and params.get("v") in AGGREGATED_VERSIONS):
+                return params["v"]
+        elif media_type in ("application/json", "application/*", "*/*") and "as" not in params:
+            return None
+    raise api_errors.APIError(406, "NotAcceptable", f"only the following media types are accepted: "
+                              f"application/json, {', '.join(map(aggregated_content_type, AGGREGATED_VERSIONS))}")
+# [END discovery-negotiation]
+
+
+def _by_preference(accept: str) -> list[tuple[str, dict[str, str]]]:
+    """Accept's media ranges with their parameters, highest q first (stable,
+    so equal weights keep the client's order); q=0 means "never"."""
+    ranges = []
+    for item in accept.split(","):
+        media_type, *raw_params = (part.strip() for part in item.split(";"))
+        params = dict(p.split("=", 1) for p in raw_params if "=" in p)
+        try:
+            weight = float(params.pop("q", "1"))
+        except ValueError:
+            weight = 0.0
+        if weight > 0 and media_type:
+            ranges.append((weight, media_type.lower(), params))
+    ranges.sort(key=lambda r: -r[0])
+    return [(media_type, params) for _, media_type, params in ranges]
+
+
+def _answer(aggregated_version: str | None, items: list, legacy: dict) -> Response:
+    """The aggregated document in the version negotiated, or the legacy one.
+    Either way `Vary: Accept`, so no cache in between hands one client's
+    form to another."""
+    if aggregated_version is None:
+        response = respond(legacy)
+    else:
+        response = respond({"kind": "APIGroupDiscoveryList",
+                            "apiVersion": f"apidiscovery.k8s.io/{aggregated_version}",
+                            "metadata": {}, "items": items})
+        # exactly this, or kubectl finds nothing
+        response.headers["Content-Type"] = aggregated_content_type(aggregated_version)
+    response.headers["Vary"] = "Accept"
     return response
 
 
@@ -82,9 +134,9 @@ def _group_discovery(group: str) -> dict:
 
 @bp.get("/api", strict_slashes=False)
 def core_versions():
-    if _wants_aggregated():
-        return _aggregated([_group_discovery("")])
-    return respond({"kind": "APIVersions", "versions": registry.group_versions()[""],
+    version = negotiate_discovery(request.headers.get("Accept", ""))
+    return _answer(version, [_group_discovery("")] if version else [],
+                   {"kind": "APIVersions", "versions": registry.group_versions()[""],
                     "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}]})
 
 
@@ -96,9 +148,9 @@ def _group(group: str) -> dict:
 @bp.get("/apis", strict_slashes=False)
 def groups():
     named = [g for g in registry.group_versions() if g]
-    if _wants_aggregated():
-        return _aggregated([_group_discovery(g) for g in named])
-    return respond({"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in named]})
+    version = negotiate_discovery(request.headers.get("Accept", ""))
+    return _answer(version, [_group_discovery(g) for g in named] if version else [],
+                   {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in named]})
 
 
 @bp.get("/apis/<group>", strict_slashes=False)
@@ -141,3 +193,19 @@ def _resource_list(group: str, version: str):
             resources.append(sub)
     return respond({"kind": "APIResourceList", "apiVersion": "v1",
                     "groupVersion": f"{group}/{version}" if group else version, "resources": resources})
+
+
+# [START no-custom-resources]
+@bp.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+def custom_resource_definitions():
+    """An empty list: this server defines no custom resources.
+
+    When a manifest's kind is in no OpenAPI document (a CronJob, a
+    StatefulSet: kinds of a group we serve that we do not), kubectl asks
+    whether it is a custom resource before it validates. A 404 here would
+    stop it with "failed to check CRD"; the truthful empty list lets it go on
+    to the error that names the kind: `no matches for kind "CronJob" in
+    version "batch/v1"`."""
+    return respond({"kind": "CustomResourceDefinitionList", "apiVersion": "apiextensions.k8s.io/v1",
+                    "metadata": {"resourceVersion": "0"}, "items": []})
+# [END no-custom-resources]
