@@ -12,19 +12,26 @@ Each is a core/v1 Event in the object's namespace, pointing at the object
     events = EventRecorder(client, "kubelet", host="node1")
     events.event(pod, "Normal", "Started", "Started container app", field_path="spec.containers{app}")
 
-Two things make this cheap enough to call from anywhere:
+Recording never blocks and never fails: what to write goes onto a queue
+that one background thread writes; if the API server is away, or the queue
+is full, it is dropped. As in Kubernetes, events are best effort: they are
+for people, and no component may depend on them.
 
-- recording never blocks and never fails: events go onto a queue that one
-  background thread writes; if the API server is away, or the queue is
-  full, they are dropped (as in Kubernetes, events are best effort: they
-  are for people, no component may depend on them);
-- repeats are merged: the same reason and message about the same object
-  bumps the existing Event's `count` and `lastTimestamp` (one PATCH)
-  instead of creating another object. That is the "(x4 over 2m)".
+A component in trouble can say the same thing forever (a crash loop, a pod
+that never fits), so before anything is queued the EventCorrelator, after
+client-go's, decides what reaches the API server at all:
 
-Kubernetes' recorder also folds *similar* events (same reason, different
-messages, more than ten in ten minutes) into one "combined" event and rate
-limits each object's events; we keep only the merging of exact repeats.
+1. EventAggregator: similar events (same object, type and reason, only the
+   message differs) are combined once ten different messages came within
+   ten minutes: from the tenth on, one Event "(combined from similar
+   events): <the latest message>" counts them all.
+2. EventLog (client-go's eventLogger): an exact repeat bumps the existing
+   Event's count and lastTimestamp (one PATCH) instead of creating another
+   object. That is the "(x4 over 2m)".
+3. SpamFilter: a token bucket per object: 25 events at once, then one
+   every five minutes. The rest are dropped, counted in `filtered` and
+   logged. A dropped repeat is still counted, so the next one written
+   carries the true count.
 """
 from __future__ import annotations
 
@@ -32,9 +39,18 @@ import queue
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 from common.client import APIClient, APIConnectionError, APIStatusError, NotFound
+
+# Kubernetes' defaults (client-go tools/record/events_cache.go).
+MAX_SIMILAR = 10                 # different messages about one thing before they are combined
+SIMILAR_WINDOW = 600.0           # seconds of quiet after which similar events count from zero again
+SPAM_BURST = 25                  # events about one object that may come at once ...
+SPAM_REFILL = 300.0              # ... then one more every this many seconds
+REMEMBERED = 4096                # entries in each of the three caches, least recently used forgotten
+COMBINED = "(combined from similar events): "
 
 
 def now() -> str:
@@ -56,36 +72,204 @@ def reference(obj: dict, field_path: str | None = None) -> dict:
     return ref
 
 
+class LRU:
+    """A dict that keeps only its `size` most recently used keys, so that a
+    long-running component's memory of past events stays bounded."""
+
+    def __init__(self, size: int):
+        self._items: OrderedDict = OrderedDict()
+        self._size = size
+
+    def get(self, key):
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key]
+
+    def put(self, key, value) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+
 @dataclass(frozen=True)
-class _Record:
+class Record:
+    """One call to EventRecorder.event, before correlation."""
     involved: dict
     type: str
     reason: str
     message: str
-    at: str
+    at: str                      # wall clock, for the Event's timestamps
 
-    def key(self) -> tuple:
-        """What makes two events "the same": object, type, reason, message.
-        (resourceVersion is left out: a pod's status changes between repeats.)"""
-        involved = tuple(sorted((k, v) for k, v in self.involved.items() if k != "resourceVersion"))
-        return involved, self.type, self.reason, self.message
+    def object_key(self) -> tuple:
+        """The object itself: not which container (fieldPath), not which
+        version of it (a pod's resourceVersion changes between repeats)."""
+        return tuple(self.involved.get(k, "") for k in ("kind", "apiVersion", "namespace", "name", "uid"))
+
+    def similar_key(self) -> tuple:
+        return "similar", self.object_key(), self.type, self.reason
+
+    def exact_key(self) -> tuple:
+        return "exact", self.object_key(), self.involved.get("fieldPath", ""), self.type, self.reason, self.message
+
+
+@dataclass(frozen=True)
+class EventWrite:
+    """What the writer thread sends: the Event as it should now read, new
+    (POST it) or a repeat (PATCH its count, lastTimestamp and message)."""
+    event: dict
+    new: bool
+
+
+@dataclass
+class _SimilarEvents:
+    messages: set[str]
+    last_seen: float
+
+
+class EventAggregator:
+    """Folds similar events (only the message differs) into one combined Event."""
+
+    def __init__(self, clock: Callable[[], float], max_similar: int = MAX_SIMILAR,
+                 window: float = SIMILAR_WINDOW, remembered: int = REMEMBERED):
+        self.clock, self.max_similar, self.window = clock, max_similar, window
+        self._groups = LRU(remembered)
+
+    def aggregate(self, record: Record) -> tuple[Record, tuple]:
+        """The record to log, and the key that says which Event it counts on."""
+        at = self.clock()
+        group = self._groups.get(record.similar_key())
+        if group is None or at - group.last_seen > self.window:
+            group = _SimilarEvents(set(), at)
+            self._groups.put(record.similar_key(), group)
+        group.last_seen = at
+        if len(group.messages) < self.max_similar:      # never keep more than it takes to decide
+            group.messages.add(record.message)
+        if len(group.messages) < self.max_similar:
+            return record, record.exact_key()
+        # Too many different messages to be useful one by one: all of them,
+        # from now until the group goes quiet, count on one Event.
+        return replace(record, message=COMBINED + record.message), record.similar_key()
+
+
+class EventLog:
+    """Remembers the Events already recorded, so a repeat becomes a count."""
+
+    def __init__(self, component: str, host: str | None, remembered: int = REMEMBERED):
+        self.source = {k: v for k, v in (("component", component), ("host", host)) if v}
+        self._events = LRU(remembered)
+
+    def observe(self, record: Record, key: tuple) -> EventWrite:
+        seen = self._events.get(key)
+        if seen is None:
+            write = EventWrite(self._new_event(record), new=True)
+        else:
+            write = EventWrite({**seen, "count": seen["count"] + 1, "lastTimestamp": record.at,
+                                "message": record.message}, new=False)
+        self._events.put(key, write.event)
+        return write
+
+    def _new_event(self, record: Record) -> dict:
+        namespace = record.involved.get("namespace") or "default"
+        # The name is ours to choose (as client-go does: object name, then
+        # the time in hex), so a repeat knows what to PATCH before the
+        # create has even been sent.
+        return {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{record.involved.get('name', 'unknown')}.{time.time_ns():x}",
+                         "namespace": namespace},
+            "involvedObject": record.involved,
+            "type": record.type, "reason": record.reason, "message": record.message,
+            "source": self.source,
+            "reportingComponent": self.source["component"], "reportingInstance": self.source.get("host", ""),
+            "firstTimestamp": record.at, "lastTimestamp": record.at, "count": 1,
+        }
+
+
+# [START token-bucket]
+class TokenBucket:
+    """Starts full with `burst` tokens and gains one every `refill` seconds,
+    never holding more than `burst`. Each event spends one; none left, no event."""
+
+    def __init__(self, burst: int, refill: float, at: float):
+        self.burst, self.refill = burst, refill
+        self.tokens = float(burst)
+        self.updated = at
+
+    def take(self, at: float) -> bool:
+        # Tokens earned since last time, computed now rather than by a timer:
+        # a bucket for an object nobody mentions again costs nothing.
+        self.tokens = min(self.burst, self.tokens + (at - self.updated) / self.refill)
+        self.updated = at
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+# [END token-bucket]
+
+
+class SpamFilter:
+    """One token bucket per object (client-go's EventSourceObjectSpamFilter;
+    the source is this recorder's own)."""
+
+    def __init__(self, clock: Callable[[], float], burst: int = SPAM_BURST, refill: float = SPAM_REFILL,
+                 remembered: int = REMEMBERED):
+        self.clock, self.burst, self.refill = clock, burst, refill
+        self._buckets = LRU(remembered)
+
+    def allow(self, record: Record) -> bool:
+        at = self.clock()
+        bucket = self._buckets.get(record.object_key())
+        if bucket is None:
+            bucket = TokenBucket(self.burst, self.refill, at)
+            self._buckets.put(record.object_key(), bucket)
+        return bucket.take(at)
+
+
+class EventCorrelator:
+    """Decides, event by event, what to write: a new Event, a count on an
+    existing one, or nothing. Not thread-safe: the recorder holds a lock."""
+
+    def __init__(self, component: str, host: str | None = None, *, clock: Callable[[], float] = time.monotonic,
+                 remembered: int = REMEMBERED):
+        self.aggregator = EventAggregator(clock, remembered=remembered)
+        self.log = EventLog(component, host, remembered=remembered)
+        self.spam_filter = SpamFilter(clock, remembered=remembered)
+
+    # [START event-correlate]
+    def correlate(self, record: Record) -> EventWrite | None:
+        """What to write for this event; None if the spam filter drops it."""
+        # 1. Ten different messages of one kind about one object are noise
+        #    one by one: from the tenth on they count on one combined Event.
+        record, key = self.aggregator.aggregate(record)
+        # 2. A repeat of an Event already written bumps its count instead of
+        #    creating another (a create, then PATCHes).
+        write = self.log.observe(record, key)
+        # 3. Last, the rate per object. Filtering after counting means a
+        #    dropped repeat still counts: the next write carries the total.
+        if not self.spam_filter.allow(record):
+            return None
+        return write
+    # [END event-correlate]
 
 
 class EventRecorder:
     """Records Events for one component (source.component) on one host."""
 
     def __init__(self, client: APIClient | None, component: str, host: str | None = None, *,
-                 log=None, queue_size: int = 1000, remembered: int = 4096):
+                 log=None, queue_size: int = 1000, remembered: int = REMEMBERED,
+                 clock: Callable[[], float] = time.monotonic):
         self.client = client
         self.component = component
         self.host = host
         self.log = log
         self.written = 0          # creates + patches, for tests and benchmarks
-        self.dropped = 0
-        self._queue: queue.Queue[_Record | None] = queue.Queue(maxsize=queue_size)
-        # key -> (event namespace, event name, count), newest last, bounded.
-        self._seen: OrderedDict[tuple, tuple[str, str, int]] = OrderedDict()
-        self._remembered = remembered
+        self.dropped = 0          # lost: the queue was full or the API server failed
+        self.filtered = 0         # not sent, on purpose: over the spam filter's rate
+        self.correlator = EventCorrelator(component, host, clock=clock, remembered=remembered)
+        self._lock = threading.Lock()      # event() is called from many threads
+        self._queue: queue.Queue[EventWrite | None] = queue.Queue(maxsize=queue_size)
         self._thread: threading.Thread | None = None
 
     def start(self) -> "EventRecorder":
@@ -106,8 +290,20 @@ class EventRecorder:
         """Record one event about obj; returns at once."""
         if self._thread is None:      # no API server (chapter 01 on its own): nothing to record to
             return
+        record = Record(reference(obj, field_path), type, reason, message, now())
+        # Correlating here, not on the writer thread, keeps what the filter
+        # drops out of the queue, where it could crowd out other events.
+        with self._lock:
+            write = self.correlator.correlate(record)
+            if write is None:
+                self.filtered += 1
+        if write is None:
+            if self.log:
+                self.log.info("event not written: over the limit of events about one object", obj=_name(record),
+                              reason=reason, filtered=self.filtered)
+            return
         try:
-            self._queue.put_nowait(_Record(reference(obj, field_path), type, reason, message, now()))
+            self._queue.put_nowait(write)
         except queue.Full:
             self.dropped += 1
 
@@ -122,15 +318,15 @@ class EventRecorder:
 
     def _run(self) -> None:
         while True:
-            record = self._queue.get()
+            write = self._queue.get()
             try:
-                if record is None:
+                if write is None:
                     return
-                self._write(record)
+                self._write(write)
             except (APIConnectionError, APIStatusError) as error:
                 self.dropped += 1
                 if self.log:
-                    self.log.debug("event dropped", obj=record.involved.get("name"), reason=record.reason,
+                    self.log.debug("event dropped", obj=_name(write.event), reason=write.event["reason"],
                                    error=str(error))
             except Exception as error:   # never let the writer die: events must not stop a component
                 self.dropped += 1
@@ -139,38 +335,29 @@ class EventRecorder:
             finally:
                 self._queue.task_done()
 
-    # [START event-merge]
-    def _write(self, record: _Record) -> None:
-        """A repeat bumps the existing Event's count; anything else creates one."""
-        key = record.key()
-        seen = self._seen.get(key)
-        if seen:
-            namespace, name, count = seen
+    # [START event-write]
+    def _write(self, write: EventWrite) -> None:
+        """POST a new Event; PATCH a repeat's count, lastTimestamp and message."""
+        event = write.event
+        namespace, name = event["metadata"]["namespace"], event["metadata"]["name"]
+        if not write.new:
             try:
                 self.client.patch("v1", "events", namespace, name,
-                                  {"count": count + 1, "lastTimestamp": record.at}, strategy="merge")
-                self._remember(key, (namespace, name, count + 1))
+                                  {"count": event["count"], "lastTimestamp": event["lastTimestamp"],
+                                   "message": event["message"]}, strategy="merge")
+                self.written += 1
                 return
-            except NotFound:          # deleted (events expire): start a new one
+            except NotFound:
+                # Events expire (an hour, in Kubernetes), and a create may
+                # have been dropped while the API server was away: write it
+                # whole, with its count so far.
                 pass
-        namespace = record.involved.get("namespace") or "default"
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{record.involved.get('name', 'unknown')}.{time.time_ns():x}",
-                         "namespace": namespace},
-            "involvedObject": record.involved,
-            "type": record.type, "reason": record.reason, "message": record.message,
-            "source": {k: v for k, v in (("component", self.component), ("host", self.host)) if v},
-            "reportingComponent": self.component, "reportingInstance": self.host or "",
-            "firstTimestamp": record.at, "lastTimestamp": record.at, "count": 1,
-        }
-        created = self.client.create("v1", "events", event, namespace=namespace)
-        self._remember(key, (namespace, created["metadata"]["name"], 1))
-    # [END event-merge]
-
-    def _remember(self, key: tuple, value: tuple[str, str, int]) -> None:
+        self.client.create("v1", "events", event, namespace=namespace)
         self.written += 1
-        self._seen[key] = value
-        self._seen.move_to_end(key)
-        while len(self._seen) > self._remembered:
-            self._seen.popitem(last=False)
+    # [END event-write]
+
+
+def _name(about: Record | dict) -> str:
+    """namespace/name of what an event is about, for log lines."""
+    involved = about.involved if isinstance(about, Record) else about["involvedObject"]
+    return f"{involved.get('namespace') or '-'}/{involved.get('name', '?')}"

@@ -3,7 +3,8 @@
 What `kubectl describe` shows at the bottom comes from here, so the tests
 check what kubectl reads: the Event's fields, its namespace, repeats merged
 into one object with a count, and that recording never blocks a component
-when the API server is away.
+when the API server is away. The correlator's rules themselves are
+table-tested on a fake clock in tests/common/test_event_correlator.py.
 """
 from __future__ import annotations
 
@@ -62,7 +63,10 @@ def test_repeats_are_merged_into_one_event_with_a_count(client, recorder, namesp
     assert recorder.written == 5         # 2 creates + 3 count bumps, no extra objects
 
 
-def test_a_deleted_event_is_recreated_on_the_next_repeat(client, recorder, namespace):
+def test_a_deleted_event_is_written_whole_on_the_next_repeat_with_its_count(client, recorder, namespace):
+    # Events expire; the recorder still remembers it. As client-go does, the
+    # repeat's PATCH answers 404 and the Event is created again, its count
+    # carried on.
     ref = {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": "gone", "uid": "u-1"}
     recorder.event(ref, "Normal", "Killing", "Stopping container app")
     assert recorder.flush()
@@ -71,7 +75,20 @@ def test_a_deleted_event_is_recreated_on_the_next_repeat(client, recorder, names
     recorder.event(ref, "Normal", "Killing", "Stopping container app")
     assert recorder.flush()
     [again] = events_about(client, namespace, "gone")
-    assert again["count"] == 1 and again["metadata"]["name"] != event["metadata"]["name"]
+    assert again["count"] == 2 and again["metadata"]["name"] == event["metadata"]["name"]
+    assert again["firstTimestamp"] == event["firstTimestamp"]
+
+
+def test_similar_events_are_combined_into_one_counted_event(client, recorder, namespace):
+    ref = {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": "flaky", "uid": "u-2"}
+    for number in range(12):
+        recorder.event(ref, "Warning", "Unhealthy", f"Readiness probe failed: attempt {number}")
+    assert recorder.flush()
+    events = events_about(client, namespace, "flaky")
+    combined = [e for e in events if e["message"].startswith("(combined from similar events): ")]
+    assert len(events) == 10 and len(combined) == 1
+    assert combined[0]["count"] == 3
+    assert combined[0]["message"] == "(combined from similar events): Readiness probe failed: attempt 11"
 
 
 def test_events_about_cluster_scoped_objects_go_to_default(client, recorder):
@@ -96,10 +113,11 @@ class StuckAPIServer:
 def test_recording_never_blocks_when_the_api_server_is_away():
     stuck = StuckAPIServer()
     recorder = EventRecorder(stuck, "kubelet", host="node1", queue_size=3).start()
-    ref = reference({"kind": "Pod", "apiVersion": "v1", "metadata": {"namespace": "default", "name": "x"}})
     # The writer is stuck on the first event: 50 more calls must all return
-    # (queued or dropped) without waiting for it.
+    # (queued or dropped) without waiting for it. (50 pods, one event each:
+    # about one pod, the correlator would combine and filter them.)
     for number in range(50):
+        ref = reference({"kind": "Pod", "apiVersion": "v1", "metadata": {"namespace": "default", "name": f"x{number}"}})
         recorder.event(ref, "Normal", "Pulled", f"message {number}")
     assert recorder.dropped >= 46          # queue of 3, one in the writer's hands
     stuck.release.set()
