@@ -1,0 +1,105 @@
+"""The controller manager: `python 04-controllers/controller_manager.py --apiserver URL`.
+
+One process that runs many small controllers, as kube-controller-manager
+does: each a reconcile loop over its own kind, all sharing one set of
+informers (one watch per kind for the whole process) and one API client.
+Which ones run is `--controllers`: `*` for all, `-name` to leave one out,
+as in Kubernetes (`--controllers '*,-replicaset'`).
+"""
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))   # for `common`, when run as a script
+sys.path.insert(0, str(HERE))
+
+from common import kubeconfig  # noqa: E402
+from common.client import APIClient  # noqa: E402
+from common.events import EventRecorder  # noqa: E402
+from common.log import get_logger  # noqa: E402
+from controller import Informers  # noqa: E402
+from replicaset import ReplicaSetController  # noqa: E402
+
+# Kubernetes' names, in the order they start.
+CONTROLLERS = {
+    "replicaset": ReplicaSetController,
+}
+
+
+def chosen(spec: str) -> list[str]:
+    """'*,-job' -> every controller but job; 'replicaset' -> just that one."""
+    names: list[str] = []
+    for item in (part.strip() for part in spec.split(",") if part.strip()):
+        if item == "*":
+            names += [n for n in CONTROLLERS if n not in names]
+        elif item.startswith("-"):
+            names = [n for n in names if n != item[1:]]
+        else:
+            names.append(item)
+    unknown = [n for n in names if n not in CONTROLLERS]
+    if unknown:
+        raise ValueError(f"unknown controller(s) {', '.join(unknown)}: choose from {', '.join(CONTROLLERS)}")
+    return names
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="controller_manager.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--controllers", default="*",
+                        help=f"which controllers run: '*' for all, '-name' to leave one out ({', '.join(CONTROLLERS)})")
+    parser.add_argument("--workers", type=int, default=2, help="reconcile threads per controller (default 2)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    kubeconfig.add_flags(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    log = get_logger("controller-manager", "DEBUG" if args.verbose else None)
+    try:
+        names = chosen(args.controllers)
+        connection = kubeconfig.from_args(args)
+    except (ValueError, kubeconfig.KubeconfigError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    client = APIClient(connection, user_agent="controller-manager")
+    informers = Informers(client)
+    # Each controller signs its events with its own name, as in Kubernetes
+    # ("replicaset-controller"), so `kubectl describe` says who acted.
+    controllers = [CONTROLLERS[name](client, informers, EventRecorder(client, f"{name}-controller", log=log).start(),
+                                     log, workers=args.workers) for name in names]
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    faulthandler.register(signal.SIGUSR1)      # `kill -USR1 PID` prints every thread's stack
+
+    log.info("starting", controllers=",".join(names), apiserver=connection.server)
+    informers.start()
+    # Reconciling on a half-filled cache would, for instance, create pods
+    # that already exist: wait for every informer's first list.
+    while not informers.wait_for_sync(timeout=1):
+        if stop.is_set():
+            break
+    else:
+        for controller in controllers:
+            controller.start()
+        log.info("caches synced, controllers running")
+    stop.wait()
+    for controller in controllers:
+        controller.stop()
+        controller.events.stop()
+    log.info("stopped")
+    logging.shutdown()
+    os._exit(0)        # informer threads may sit in a socket read; nothing of ours is left to flush
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""The ReplicaSet controller: keep `spec.replicas` pods running from a template.
+
+This is the seed posts' replication controller, in today's form. Its whole
+job is one comparison, made again whenever anything relevant changes:
+
+    wanted = rs.spec.replicas
+    have   = the active pods this ReplicaSet controls
+    have < wanted  ->  create the difference from spec.template
+    have > wanted  ->  delete the difference, least useful pods first
+
+A pod that dies, a node that goes away (chapter 04's node lifecycle
+controller deletes its pods), a `kubectl scale`: each is just a new "have"
+or "wanted", and the same comparison repairs it.
+"""
+from __future__ import annotations
+
+import copy
+import time
+
+from common.selectors import SelectorError, selector_from_label_selector
+from controller import Controller, key_for, split_key
+from expectations import Expectations
+from ownership import adopt, controller_of, is_controlled_by, owner_reference, release
+from pods import is_active, is_available, is_ready, pods_to_delete
+
+GROUP_VERSION = "apps/v1"
+# Kubernetes creates at most this many pods per reconcile, in batches of
+# 1, 2, 4, ... ("slow start"): a template the server refuses fails once, not 500 times.
+BURST_REPLICAS = 500
+
+
+class ReplicaSetController(Controller):
+    name = "replicaset"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.expectations = Expectations()
+        self.replicasets = self.informers.get(GROUP_VERSION, "replicasets")
+        self.pods = self.informers.get("v1", "pods")
+        self.replicasets.add_handler(on_add=self.enqueue, on_update=lambda old, new: self.enqueue(new),
+                                     on_delete=self.enqueue)
+        self.pods.add_handler(on_add=self.pod_added, on_update=self.pod_updated, on_delete=self.pod_deleted)
+
+    # ------------------------------------------------ pod events -> ReplicaSet keys
+
+    def _owner_key(self, pod: dict) -> str | None:
+        ref = controller_of(pod)
+        if ref is None or ref.get("kind") != "ReplicaSet":
+            return None
+        return f"{pod['metadata']['namespace']}/{ref['name']}"
+
+    def _matching_replicasets(self, pod: dict) -> list[dict]:
+        """ReplicaSets that might adopt this orphan."""
+        labels = pod["metadata"].get("labels") or {}
+        out = []
+        for rs in self.replicasets.list():
+            if rs["metadata"]["namespace"] != pod["metadata"]["namespace"]:
+                continue
+            try:
+                if selector_from_label_selector(rs["spec"].get("selector")).matches(labels):
+                    out.append(rs)
+            except SelectorError:
+                continue
+        return out
+
+    def pod_added(self, pod: dict) -> None:
+        owner = self._owner_key(pod)
+        if owner:
+            self.expectations.created(owner)
+            self.queue.add(owner)
+        elif controller_of(pod) is None:
+            for rs in self._matching_replicasets(pod):
+                self.enqueue(rs)
+
+    def pod_updated(self, old: dict, new: dict) -> None:
+        old_owner, new_owner = self._owner_key(old), self._owner_key(new)
+        for owner in {old_owner, new_owner} - {None}:
+            self.queue.add(owner)
+        if new_owner is None and controller_of(new) is None and \
+                old["metadata"].get("labels") != new["metadata"].get("labels"):
+            for rs in self._matching_replicasets(new):
+                self.enqueue(rs)
+
+    def pod_deleted(self, pod: dict) -> None:
+        owner = self._owner_key(pod)
+        if owner:
+            self.expectations.deleted(owner, key_for(pod))
+            self.queue.add(owner)
+
+    # ------------------------------------------------ reconcile
+
+    # [START replicaset-reconcile]
+    def reconcile(self, key: str) -> None:
+        namespace, name = split_key(key)
+        rs = self.replicasets.get(namespace, name)
+        if rs is None:                          # deleted: the garbage collector takes its pods
+            self.expectations.forget(key)
+            return
+        pods = self.claim_pods(rs)              # ours, after adopting and releasing
+        active = [pod for pod in pods if is_active(pod)]
+        if self.expectations.satisfied(key) and not rs["metadata"].get("deletionTimestamp"):
+            wanted = rs["spec"].get("replicas", 1)
+            if len(active) < wanted:
+                self.create_pods(rs, key, wanted - len(active))
+            elif len(active) > wanted:
+                self.delete_pods(rs, key, pods_to_delete(active, len(active) - wanted, time.time()))
+        self.update_status(rs, active)
+    # [END replicaset-reconcile]
+
+    def claim_pods(self, rs: dict) -> list[dict]:
+        selector = selector_from_label_selector(rs["spec"].get("selector"))
+        namespace = rs["metadata"]["namespace"]
+        owned = []
+        for pod in self.pods.list():
+            if pod["metadata"]["namespace"] != namespace:
+                continue
+            matches = selector.matches(pod["metadata"].get("labels"))
+            if is_controlled_by(pod, rs):
+                if matches:
+                    owned.append(pod)
+                elif not rs["metadata"].get("deletionTimestamp"):
+                    release(self.client, "pods", pod, rs)
+                    self.log.info("released", controller=self.name, replicaset=key_for(rs), pod=key_for(pod))
+            elif matches and controller_of(pod) is None and is_active(pod) \
+                    and not rs["metadata"].get("deletionTimestamp"):
+                owned.append(adopt(self.client, "pods", pod, rs))
+                self.log.info("adopted", controller=self.name, replicaset=key_for(rs), pod=key_for(pod))
+        return owned
+
+    def pod_from_template(self, rs: dict) -> dict:
+        template = copy.deepcopy(rs["spec"]["template"])
+        meta = template.get("metadata") or {}
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"generateName": rs["metadata"]["name"] + "-",
+                             "namespace": rs["metadata"]["namespace"],
+                             "labels": meta.get("labels") or {},
+                             "annotations": meta.get("annotations") or {},
+                             "ownerReferences": [owner_reference(rs)]},
+                "spec": template.get("spec") or {}}
+
+    def create_pods(self, rs: dict, key: str, count: int) -> None:
+        count = min(count, BURST_REPLICAS)
+        self.expectations.expect_creates(key, count)
+        batch, left = 1, count
+        while left > 0:
+            for _ in range(min(batch, left)):
+                left -= 1
+                try:
+                    pod = self.client.create("v1", "pods", self.pod_from_template(rs))
+                except Exception as error:
+                    # Not created, so never seen: count it off, and those never tried.
+                    for _ in range(left + 1):
+                        self.expectations.created(key)
+                    self.events.event(rs, "Warning", "FailedCreate", f"Error creating: {error}")
+                    raise
+                self.events.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
+            batch *= 2
+
+    def delete_pods(self, rs: dict, key: str, victims: list[dict]) -> None:
+        self.expectations.expect_deletes(key, [key_for(pod) for pod in victims])
+        for pod in victims:
+            try:
+                self.client.delete("v1", "pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
+            except Exception as error:
+                self.expectations.deleted(key, key_for(pod))
+                self.events.event(rs, "Warning", "FailedDelete", f"Error deleting: {error}")
+                raise
+            self.events.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
+
+    def update_status(self, rs: dict, active: list[dict]) -> None:
+        template_labels = ((rs["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {}
+        min_ready = rs["spec"].get("minReadySeconds", 0)
+        now = time.time()
+        status = {
+            "replicas": len(active),
+            "fullyLabeledReplicas": sum(1 for p in active if template_labels.items()
+                                        <= (p["metadata"].get("labels") or {}).items()),
+            "readyReplicas": sum(1 for p in active if is_ready(p)),
+            "availableReplicas": sum(1 for p in active if is_available(p, min_ready, now)),
+            "observedGeneration": rs["metadata"].get("generation", 1),
+        }
+        old = {k: (rs.get("status") or {}).get(k, 0) for k in status}
+        if old != status:
+            self.client.update_status(GROUP_VERSION, "replicasets", {**rs, "status": {**(rs.get("status") or {}),
+                                                                                      **status}})
+        unavailable = [p for p in active if is_ready(p) and not is_available(p, min_ready, now)]
+        if unavailable:
+            # Nothing will tell us when minReadySeconds has passed: look again then.
+            self.queue.add_after(key_for(rs), min_ready)
