@@ -15,6 +15,7 @@ import re
 
 import api_errors
 import field_validation
+import protobuf
 from common.manifests import ManifestError, load_manifest_text
 
 JSON_TYPES = ("application/json", "application/yaml")
@@ -55,15 +56,12 @@ def parse_body(body: bytes, content_type: str) -> object:
 def decode_object(body: bytes, content_type: str, resource) -> dict:
     """The body of a create or update: one object, of this URL's kind."""
     if media_type(content_type) == PROTOBUF:
-        # kubectl's typed generator commands (create namespace, create
-        # deployment, create configmap) send built-in kinds as protobuf (run
-        # and expose send JSON); decoding it needs Kubernetes' generated Go
-        # types, which this server does not have.
-        raise api_errors.APIError(415, "UnsupportedMediaType", (
-            "this API server reads JSON and YAML, not protobuf: kubectl sends protobuf for generator "
-            "commands such as `kubectl create namespace`, `kubectl create deployment` or "
-            "`kubectl create configmap`. Generate the manifest and apply it instead: "
-            "kubectl create configmap NAME --from-literal=k=v --dry-run=client -o yaml | kubectl apply -f -"))
+        # kubectl's typed generators (create namespace, create deployment,
+        # create configmap, ...) send protobuf; protobuf.py reads it into
+        # the JSON object the same command would have sent as JSON.
+        obj = protobuf.object_from_request(body, resource)
+        check_kind(obj, resource)
+        return obj
     if media_type(content_type) not in JSON_TYPES:
         raise api_errors.unsupported_media_type(content_type, ("application/json", "application/yaml"))
     obj = parse_body(body, content_type)
