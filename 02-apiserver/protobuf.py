@@ -76,7 +76,7 @@ def decode(body: bytes) -> dict:
     if not body.startswith(MAGIC):
         raise ProtobufError("the body does not start with Kubernetes' protobuf magic bytes \"k8s\\x00\"")
     envelope = _fields(body[len(MAGIC):], "the runtime.Unknown envelope")
-    type_meta = _fields(_last(envelope.get(1)) or b"", "typeMeta")
+    type_meta = _fields(_bytes(_last(envelope.get(1)) or b"", "typeMeta"), "typeMeta")
     api_version, kind = _text(_last(type_meta.get(1)), "apiVersion"), _text(_last(type_meta.get(2)), "kind")
     encoding = _text(_last(envelope.get(3)), "contentEncoding")
     if encoding:
@@ -85,7 +85,7 @@ def decode(body: bytes) -> dict:
     if message is None:
         raise UnknownKind(f"it has no protobuf table for the kind {kind!r} of {api_version!r}")
     obj = {"kind": kind, "apiVersion": api_version}
-    obj.update(_message(_last(envelope.get(2)) or b"", message, ""))
+    obj.update(_message(_bytes(_last(envelope.get(2)) or b"", "raw"), message, ""))
     return obj
 
 
@@ -165,7 +165,17 @@ def _message(data: bytes, name: str, path: str):
 
 
 def _is_set(value) -> bool:
-    return value not in (0, b"", b"\x00" * 4, b"\x00" * 8)
+    """False for what a newer kubectl sends for a field it left unset: Go sends
+    every plain field, so a zero, an empty text or a struct of zeros."""
+    if value in (0, b"", b"\x00" * 4, b"\x00" * 8):
+        return False
+    if isinstance(value, int):
+        return True
+    try:
+        inner = _fields(value, "")
+    except ProtobufError:
+        return True                  # not a message: text or bytes, and not empty
+    return any(_is_set(v) for values in inner.values() for _, v in values)
 
 
 def _is_empty(type_: str, value) -> bool:

@@ -123,6 +123,8 @@ SHAPES = [
      "v1", "Namespace", field(1, msg(NAME, field(1, "b"))), "metadata.name", "b"),
     ("an unknown field sent empty is ignored (a newer kubectl's unset field)",
      "v1", "Namespace", field(1, msg(NAME, field(99, ""))), "metadata", {"name": "a", "creationTimestamp": None}),
+    ("an unknown struct of zeros is ignored too",
+     "v1", "Namespace", field(1, msg(NAME, field(99, msg(field(1, 0), field(2, ""))))), "metadata.name", "a"),
 ]
 
 
@@ -153,6 +155,9 @@ BROKEN = [
     ("a field this server does not know, with a value",
      envelope("v1", "ConfigMap", field(1, msg(NAME, field(99, "x")))),
      "metadata: field 99 of meta/v1.ObjectMeta is not in this server's table"),
+    ("a field this server does not know, a struct with a value in it",
+     envelope("v1", "ConfigMap", field(1, msg(NAME, field(99, msg(field(1, 0), field(2, 7)))))),
+     "metadata: field 99 of meta/v1.ObjectMeta is not in this server's table"),
     ("a wire type Kubernetes never sends", envelope("v1", "ConfigMap", varint(1 << 3 | 3)), "wire type 3"),
     ("a compressed object", envelope("v1", "ConfigMap", b"", field(3, "gzip")), "contentEncoding is 'gzip'"),
 ]
@@ -163,6 +168,22 @@ def test_a_broken_body_says_what_and_where(what, body, message):
     with pytest.raises(protobuf.ProtobufError) as error:
         protobuf.decode(body)
     assert message in str(error.value)
+
+
+def test_mangled_bodies_are_only_ever_a_protobuf_error():
+    """Every byte of a real-shaped Deployment flipped in turn, and every cut:
+    the answer is a decoded object or a ProtobufError, never a crash (a 500)."""
+    container = msg(field(1, "web"), field(2, "busybox:1.35"), field(6, msg(field(1, "http"), field(3, 80))))
+    spec = msg(field(1, 2), field(2, field(1, entry("app", "web"))),
+               field(3, msg(field(1, field(11, entry("app", "web"))), field(2, field(2, container)))))
+    body = envelope("apps/v1", "Deployment", msg(field(1, NAME), field(2, spec)))
+    mangled = [body[:cut] for cut in range(len(body))]
+    mangled += [body[:i] + bytes([body[i] ^ flip]) + body[i + 1:] for i in range(len(body)) for flip in (0x01, 0x02, 0x80, 0xFF)]
+    for sample in mangled:
+        try:
+            protobuf.decode(sample)
+        except protobuf.ProtobufError:
+            pass
 
 
 def test_a_kind_without_a_table_is_its_own_error():
