@@ -4,19 +4,21 @@ Every other component talks only to this process. It keeps the objects (as
 JSON files under --data-dir), checks every write, and tells watchers about
 every change.
 
-Why this WSGI server: each watch is a response that stays open for minutes,
-and kubectl, every kubelet, the scheduler and the controllers each hold
-several. A server with a fixed pool of worker threads (waitress, gunicorn's
-sync workers) stops answering once the pool is full of watches. Werkzeug's
-threaded server starts one thread per connection, so a thousand watches are a
-thousand mostly sleeping threads, and new requests are still served.
+Why this HTTP server (http_server.py, on the standard library): each watch
+is a response that stays open for minutes, and kubectl, every kubelet, the
+scheduler and the controllers each hold several. A server with a fixed pool
+of worker threads (waitress, gunicorn's gthread, cheroot) stops answering
+once the pool is full of watches; cheroot also does the TLS handshake in its
+accepting thread, so one silent client freezes the port. Ours gives every
+connection a thread of its own, does the handshake there, keeps connections
+alive, and puts a deadline on every read and write. BENCHMARKS.md has the
+measurements behind the choice.
 """
 from __future__ import annotations
 
 import argparse
 import gc
 import ipaddress
-import logging
 import signal
 import ssl
 import sys
@@ -25,28 +27,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`, when run as a script
 
-from werkzeug.serving import WSGIRequestHandler, make_server  # noqa: E402
-
 import admission  # noqa: E402
 from abac import PolicyFileError  # noqa: E402
 from app import DEFAULTS, create_app  # noqa: E402
 from file_store import StoreError  # noqa: E402
 from gauntlet import SecurePort  # noqa: E402
+from http_server import APIHTTPServer, Limits, tls_context  # noqa: E402
 from tokens import TokenFileError  # noqa: E402
 from common.log import get_logger  # noqa: E402
 
 log = get_logger("apiserver")
-
-
-class HTTP11Handler(WSGIRequestHandler):
-    # HTTP/1.1 gives chunked responses, which a watch needs to stream events
-    # one by one. (Werkzeug still closes each connection after one response:
-    # no keep-alive, so every request pays for a connection and a thread.)
-    protocol_version = "HTTP/1.1"
-
-    def log_request(self, code="-", size="-"):
-        if self.server.log_requests:
-            super().log_request(code, size)
 
 
 def keep_stored_objects_out_of_full_collections() -> None:
@@ -77,6 +67,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="open watches allowed at once (more: 429)")
     parser.add_argument("--max-request-bytes", type=int, default=DEFAULTS["MAX_BODY_BYTES"],
                         help="largest request body accepted (more: 413)")
+    parser.add_argument("--max-connections", type=int, default=Limits.max_connections,
+                        help="open connections allowed at once per port, watches not counted (more: 429)")
+    parser.add_argument("--request-timeout", type=float, default=Limits.request_timeout,
+                        help="seconds a client may take to send a request (TLS handshake, head, body) "
+                             "or to read a reply that is not a stream; slower: dropped")
     parser.add_argument("--watch-bookmark-seconds", type=float, default=DEFAULTS["BOOKMARK_SECONDS"],
                         help="how often an idle watch that allows bookmarks gets one")
     secure = parser.add_argument_group("the secure port (HTTPS, tokens, a policy): see `make certs`")
@@ -123,27 +118,24 @@ def main(argv=None) -> int:
     except (StoreError, TokenFileError, PolicyFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    logging.getLogger("werkzeug").setLevel(logging.INFO if args.log_requests else logging.WARNING)
+    limits = Limits(max_body_bytes=args.max_request_bytes, request_timeout=args.request_timeout,
+                    max_connections=args.max_connections)
     try:
-        server = make_server(args.insecure_bind_address, args.port, app, threaded=True,
-                             request_handler=HTTP11Handler)
+        server = APIHTTPServer((args.insecure_bind_address, args.port), app, limits, log_requests=args.log_requests)
     except OSError as error:
         print(f"error: cannot listen on {args.insecure_bind_address}:{args.port}: {error.strerror}", file=sys.stderr)
         return 1
     servers = [server]
     if args.tls_cert_file:
         try:
-            secure_server = make_server(args.bind_address, args.secure_port, SecurePort(app), threaded=True,
-                                        request_handler=HTTP11Handler,
-                                        ssl_context=(args.tls_cert_file, args.tls_private_key_file))
+            secure_server = APIHTTPServer((args.bind_address, args.secure_port), SecurePort(app), limits,
+                                          ssl_context=tls_context(args.tls_cert_file, args.tls_private_key_file),
+                                          log_requests=args.log_requests)
         except (OSError, ssl.SSLError) as error:
             server.server_close()
             print(f"error: cannot serve HTTPS on {args.bind_address}:{args.secure_port}: {error}", file=sys.stderr)
             return 1
         servers.append(secure_server)
-    for each in servers:
-        each.log_requests = args.log_requests
-        each.daemon_threads = True        # open watches do not hold up a shutdown
     keep_stored_objects_out_of_full_collections()
 
     def stop(signum, frame):

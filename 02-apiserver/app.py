@@ -62,7 +62,9 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(config or {})
     if not app.config["DATA_DIR"]:
         raise ValueError("DATA_DIR is required: the directory that holds the objects")
-    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]
+    app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]   # http_server.py refuses larger bodies first
+    # No automatic OPTIONS answer (an empty 200): OPTIONS is 405, a Status like every other refusal.
+    app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
 
     store = FileStore(app.config["DATA_DIR"], app.config["WATCH_CACHE_SIZE"])
     server = APIServer(
@@ -110,7 +112,8 @@ def _register_error_handlers(app: Flask) -> None:
     def http_error(error: HTTPException):
         if error.code == 413:
             return api_error(api_errors.too_large(app.config["MAX_BODY_BYTES"]))
-        reasons = {404: "NotFound", 405: "MethodNotAllowed", 400: "BadRequest"}
+        reasons = {404: "NotFound", 405: "MethodNotAllowed", 400: "BadRequest", 406: "NotAcceptable",
+                   408: "Timeout", 415: "UnsupportedMediaType", 429: "TooManyRequests"}
         message = "the server could not find the requested resource" if error.code == 404 else error.description
         return api_error(api_errors.APIError(error.code, reasons.get(error.code, "BadRequest"), message))
 

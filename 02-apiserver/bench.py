@@ -89,12 +89,11 @@ def call(port: int, method: str, path: str, body: dict | None = None) -> tuple[i
 # ----- the servers under test -----
 
 def serve_bare(port: int) -> None:
-    """The floor: Flask on the same WSGI server and handler as apiserver.py,
-    with routes that do only the unavoidable work."""
+    """The floor: Flask on the same HTTP server as apiserver.py, with routes
+    that do only the unavoidable work."""
     from flask import Flask, Response, request
-    from werkzeug.serving import make_server
 
-    import apiserver
+    from http_server import APIHTTPServer
     app = Flask("bare")
     stored = pod("bare", "default")
 
@@ -106,10 +105,7 @@ def serve_bare(port: int) -> None:
     def bare_get():
         return Response(json.dumps(stored, separators=(",", ":")), 200, mimetype="application/json")
 
-    server = make_server("127.0.0.1", port, app, threaded=True, request_handler=apiserver.HTTP11Handler)
-    server.log_requests = False
-    server.daemon_threads = True
-    server.serve_forever()
+    APIHTTPServer(("127.0.0.1", port), app).serve_forever()
 
 
 def start(argv: list[str], port: int, log_path: Path) -> subprocess.Popen:
