@@ -15,6 +15,7 @@ Claiming (client-go's ControllerRefManager) keeps the two in step:
 from __future__ import annotations
 
 from common.client import APIClient
+from common.selectors import SelectorError, selector_from_label_selector
 
 
 def owner_reference(owner: dict, block_owner_deletion: bool = True) -> dict:
@@ -36,19 +37,30 @@ def is_controlled_by(obj: dict, owner: dict) -> bool:
     return ref is not None and ref.get("uid") == owner["metadata"]["uid"]
 
 
-def adopt(client: APIClient, plural: str, obj: dict, owner: dict) -> dict:
+def selects(label_selector: dict | None, labels: dict | None) -> bool:
+    """Does a workload's selector pick these labels? An empty or broken
+    selector picks nothing: a controller must never adopt everything."""
+    if not label_selector:
+        return False
+    try:
+        return selector_from_label_selector(label_selector).matches(labels)
+    except SelectorError:
+        return False
+
+
+def adopt(client: APIClient, group_version: str, plural: str, obj: dict, owner: dict) -> dict:
     """Add owner as obj's controller. The resourceVersion makes it a
     compare-and-swap: if obj changed since we read it, Conflict, and the
     next reconcile decides again on fresh data."""
     meta = obj["metadata"]
     refs = list(meta.get("ownerReferences") or []) + [owner_reference(owner)]
-    return client.patch("v1", plural, meta["namespace"], meta["name"],
+    return client.patch(group_version, plural, meta["namespace"], meta["name"],
                         {"metadata": {"ownerReferences": refs, "resourceVersion": meta["resourceVersion"]}})
 
 
-def release(client: APIClient, plural: str, obj: dict, owner: dict) -> dict:
+def release(client: APIClient, group_version: str, plural: str, obj: dict, owner: dict) -> dict:
     """Remove owner from obj's owner references (obj becomes an orphan)."""
     meta = obj["metadata"]
     refs = [r for r in meta.get("ownerReferences") or [] if r.get("uid") != owner["metadata"]["uid"]]
-    return client.patch("v1", plural, meta["namespace"], meta["name"],
+    return client.patch(group_version, plural, meta["namespace"], meta["name"],
                         {"metadata": {"ownerReferences": refs or None, "resourceVersion": meta["resourceVersion"]}})

@@ -17,10 +17,9 @@ from __future__ import annotations
 import copy
 import time
 
-from common.selectors import SelectorError, selector_from_label_selector
 from controller import Controller, key_for, split_key
 from expectations import Expectations
-from ownership import adopt, controller_of, is_controlled_by, owner_reference, release
+from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
 from pods import is_active, is_available, is_ready, pods_to_delete
 
 GROUP_VERSION = "apps/v1"
@@ -51,17 +50,9 @@ class ReplicaSetController(Controller):
 
     def _matching_replicasets(self, pod: dict) -> list[dict]:
         """ReplicaSets that might adopt this orphan."""
-        labels = pod["metadata"].get("labels") or {}
-        out = []
-        for rs in self.replicasets.list():
-            if rs["metadata"]["namespace"] != pod["metadata"]["namespace"]:
-                continue
-            try:
-                if selector_from_label_selector(rs["spec"].get("selector")).matches(labels):
-                    out.append(rs)
-            except SelectorError:
-                continue
-        return out
+        return [rs for rs in self.replicasets.list()
+                if rs["metadata"]["namespace"] == pod["metadata"]["namespace"]
+                and selects(rs["spec"].get("selector"), pod["metadata"].get("labels"))]
 
     def pod_added(self, pod: dict) -> None:
         owner = self._owner_key(pod)
@@ -108,22 +99,21 @@ class ReplicaSetController(Controller):
     # [END replicaset-reconcile]
 
     def claim_pods(self, rs: dict) -> list[dict]:
-        selector = selector_from_label_selector(rs["spec"].get("selector"))
         namespace = rs["metadata"]["namespace"]
         owned = []
         for pod in self.pods.list():
             if pod["metadata"]["namespace"] != namespace:
                 continue
-            matches = selector.matches(pod["metadata"].get("labels"))
+            matches = selects(rs["spec"].get("selector"), pod["metadata"].get("labels"))
             if is_controlled_by(pod, rs):
                 if matches:
                     owned.append(pod)
                 elif not rs["metadata"].get("deletionTimestamp"):
-                    release(self.client, "pods", pod, rs)
+                    release(self.client, "v1", "pods", pod, rs)
                     self.log.info("released", controller=self.name, replicaset=key_for(rs), pod=key_for(pod))
             elif matches and controller_of(pod) is None and is_active(pod) \
                     and not rs["metadata"].get("deletionTimestamp"):
-                owned.append(adopt(self.client, "pods", pod, rs))
+                owned.append(adopt(self.client, "v1", "pods", pod, rs))
                 self.log.info("adopted", controller=self.name, replicaset=key_for(rs), pod=key_for(pod))
         return owned
 

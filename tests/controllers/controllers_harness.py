@@ -72,3 +72,34 @@ def mark_ready(api: Client, pod: dict, node: str = "node1") -> None:
     response = api.patch(f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}/status",
                          {"status": status}, content_type="application/merge-patch+json")
     assert response.status_code == 200, response.text
+
+
+class FakeKubelet:
+    """Marks every pod Running and Ready as soon as it appears, as a kubelet
+    with instant containers would: enough for rollouts, which wait on
+    readiness. (Pods here have no node, so their deletion is immediate.)"""
+
+    def __init__(self, api: Client, namespace: str):
+        import threading
+        self.api, self.namespace = api, namespace
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "FakeKubelet":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            try:
+                items = self.api.get(f"/api/v1/namespaces/{self.namespace}/pods").json()["items"]
+                for pod in items:
+                    if (pod.get("status") or {}).get("phase") != "Running" and \
+                            not pod["metadata"].get("deletionTimestamp"):
+                        mark_ready(self.api, pod)
+            except Exception:        # a pod deleted under us: next round
+                continue
