@@ -19,6 +19,7 @@ import api_errors
 import authentication
 import discovery
 import gauntlet
+import metrics
 import objects
 import openapi
 import openapi_v2
@@ -84,7 +85,9 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(openapi.bp)
     app.register_blueprint(openapi_v2.bp)
     app.register_blueprint(access_review.bp)
+    app.register_blueprint(metrics.bp)
     app.register_blueprint(rest.bp)
+    metrics.install(app)       # first, so it counts what the gauntlet refuses too
     gauntlet.install(app)
     _register_error_handlers(app)
     return app
