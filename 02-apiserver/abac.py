@@ -40,6 +40,7 @@ import json
 from dataclasses import dataclass
 
 import api_errors
+import registry
 
 API_VERSION = "abac.authorization.kubernetes.io/v1beta1"
 _STRING_FIELDS = ("user", "group", "namespace", "resource", "apiGroup", "nonResourcePath")
@@ -240,3 +241,49 @@ class ABACAuthorizer:
         """The app's authorizer hook: server().authorizer(user, RequestInfo or Attributes)."""
         self.authorize(user, info if isinstance(info, Attributes) else attributes_from(info))
 # [END abac-authorize]
+
+    def rules_for(self, user, namespace: str) -> tuple[list[ResourceRule], list[NonResourceRule]]:
+        """What `user` may do in `namespace`, as rules (`kubectl auth can-i --list`).
+
+        Each line naming the user becomes one rule, as in Kubernetes' ABAC,
+        with two differences. A line without a namespace (the cluster scope)
+        still counts in a namespace for the cluster-scoped kinds it names,
+        since a request for those carries no namespace: a kubelet may update
+        nodes whichever namespace it asks about. And paths belong to no
+        namespace, so a nonResourcePath line counts in every review."""
+        resource_rules, path_rules = [], []
+        for policy in self.policies:
+            if not subject_matches(policy, user):
+                continue
+            if policy.resource:
+                verbs = _READ_VERBS if policy.readonly else ("*",)
+                resource_rules += _resource_rules(policy, namespace, verbs)
+            if policy.nonResourcePath:
+                # A path's verb is the HTTP method: of the read verbs, only a GET is ever asked.
+                verbs = ("get",) if policy.readonly else ("*",)
+                path_rules.append(NonResourceRule(verbs, (policy.nonResourcePath,)))
+        return resource_rules, path_rules
+
+
+@dataclass(frozen=True)
+class ResourceRule:
+    """Kubernetes' ResourceRule: these verbs on these resources (plural) of these groups."""
+    verbs: tuple[str, ...]
+    api_groups: tuple[str, ...]
+    resources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NonResourceRule:
+    verbs: tuple[str, ...]
+    urls: tuple[str, ...]           # "/version", "/apis/*", "*"
+
+
+def _resource_rules(policy: Policy, namespace: str, verbs: tuple[str, ...]) -> list[ResourceRule]:
+    if policy.namespace in ("*", namespace):
+        return [ResourceRule(verbs, (policy.apiGroup,), (policy.resource,))]
+    if policy.namespace:            # another namespace
+        return []
+    # A cluster-scope line, asked about one namespace: its cluster-scoped kinds.
+    return [ResourceRule(verbs, (r.group,), (r.plural,)) for r in registry.RESOURCES
+            if not r.namespaced and policy.resource in ("*", r.plural) and policy.apiGroup in ("*", r.group)]

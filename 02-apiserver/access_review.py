@@ -1,11 +1,16 @@
-"""`kubectl auth can-i`: a SelfSubjectAccessReview asks the authorizer a question.
+"""Questions a user asks about themselves: may I? what may I? who am I?
 
-    POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews
+    kubectl auth can-i delete pods    POST .../authorization.k8s.io/v1/selfsubjectaccessreviews
+    kubectl auth can-i --list         POST .../authorization.k8s.io/v1/selfsubjectrulesreviews
+    kubectl auth whoami               POST .../authentication.k8s.io/v1/selfsubjectreviews
+
     {"spec": {"resourceAttributes": {"verb": "delete", "resource": "pods", "namespace": "default"}}}
     -> 201 {..., "status": {"allowed": false, "reason": "No policy matched."}}
 
 Nothing is stored: the answer is computed for the user who asks, by the same
-authorizer that guards every request on this port.
+authenticator and authorizer that guard every request on this port. Anyone
+signed in may ask, as Kubernetes' system:basic-user role allows, so these
+three are never sent to the policy.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ import abac
 import api_errors
 import decode
 import gauntlet
+import registry
+from authentication import User
 from rest import respond, server
 
 bp = Blueprint("access_review", __name__)
@@ -25,10 +32,10 @@ GROUP_VERSION = "authorization.k8s.io/v1"
 def self_subject_access_review():
     user = gauntlet.authenticate(request)
     if decode.media_type(request.content_type) == decode.PROTOBUF:
-        review = {"spec": _spec_from_protobuf(request.get_data())}
+        review = {"spec": _access_spec_from_protobuf(_protobuf_spec(request.get_data()))}
     else:
-        review = decode.parse_body(request.get_data(), request.content_type or "application/json")
-    spec = review.get("spec") if isinstance(review, dict) else None
+        review = _json_body()
+    spec = review.get("spec")
     if not isinstance(spec, dict):
         raise api_errors.bad_request("a SelfSubjectAccessReview needs a spec with resourceAttributes "
                                      "or nonResourceAttributes")
@@ -49,29 +56,116 @@ def self_subject_access_review():
 def _attributes(spec: dict) -> abac.Attributes:
     resource = spec.get("resourceAttributes")
     if isinstance(resource, dict):
-        return abac.Attributes(str(resource.get("verb", "")), str(resource.get("resource", "")),
-                               str(resource.get("subresource", "")), str(resource.get("group", "")),
-                               str(resource.get("namespace", "")), str(resource.get("name", "")))
+        group, plural = str(resource.get("group", "")), str(resource.get("resource", ""))
+        namespace, name = str(resource.get("namespace", "")), str(resource.get("name", ""))
+        served = _served(group, plural)
+        # kubectl sends its current namespace whatever the kind. A request
+        # for a cluster-scoped kind carries none, so neither may the
+        # question, or `can-i update nodes` would say no to a kubelet that
+        # may. (A Namespace is filed under its own name, as for a request.)
+        if served is not None and not served.namespaced:
+            namespace = name if plural == "namespaces" else ""
+        return abac.Attributes(str(resource.get("verb", "")), plural, str(resource.get("subresource", "")),
+                               group, namespace, name)
     path = spec.get("nonResourceAttributes")
     if isinstance(path, dict):
         return abac.Attributes(str(path.get("verb", "")), path=str(path.get("path", "")))
     raise api_errors.bad_request("spec needs resourceAttributes or nonResourceAttributes")
 
 
-# kubectl sends this one as protobuf, and the question is small enough to
+def _served(group: str, plural: str) -> registry.Resource | None:
+    """The kind a question names, in whichever version we serve it."""
+    return next((r for r in registry.RESOURCES if r.group == group and r.plural == plural), None)
+
+
+@bp.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
+def self_subject_rules_review():
+    user = gauntlet.authenticate(request)
+    if decode.media_type(request.content_type) == decode.PROTOBUF:
+        namespace = _text(_protobuf_spec(request.get_data()).get(1, b""))   # spec.namespace
+    else:
+        spec = _json_body().get("spec")
+        namespace = str(spec.get("namespace", "")) if isinstance(spec, dict) else ""
+    rules_for = getattr(server().authorizer, "rules_for", None)
+    if not gauntlet.on_secure_port() or rules_for is None:
+        # No policy to read (the insecure port, or --authorization-mode
+        # AlwaysAllow): everything, as Kubernetes shows its cluster-admin.
+        resource_rules = [abac.ResourceRule(("*",), ("*",), ("*",))]
+        path_rules = [abac.NonResourceRule(("*",), ("*",))]
+    else:
+        resource_rules, path_rules = rules_for(user, namespace)
+        resource_rules = [*ASK_ABOUT_YOURSELF, *resource_rules]
+    status = {"resourceRules": [{"verbs": list(r.verbs), "apiGroups": list(r.api_groups),
+                                 "resources": list(r.resources)} for r in resource_rules],
+              "nonResourceRules": [{"verbs": list(r.verbs), "nonResourceURLs": list(r.urls)}
+                                   for r in path_rules],
+              "incomplete": False}
+    return respond({"kind": "SelfSubjectRulesReview", "apiVersion": GROUP_VERSION,
+                    "metadata": {"creationTimestamp": None}, "spec": {"namespace": namespace},
+                    "status": status}, 201)
+
+
+# What every signed-in user may do whatever the policy says: these three
+# questions (Kubernetes' system:basic-user role).
+ASK_ABOUT_YOURSELF = (
+    abac.ResourceRule(("create",), ("authorization.k8s.io",), ("selfsubjectaccessreviews",
+                                                               "selfsubjectrulesreviews")),
+    abac.ResourceRule(("create",), ("authentication.k8s.io",), ("selfsubjectreviews",)),
+)
+
+
+# kubectl 1.28 and later ask v1 first; 1.27 asks v1beta1, then v1alpha1.
+# The answer is the same in each; only v1 is listed in discovery.
+@bp.post("/apis/authentication.k8s.io/<any(v1, v1beta1, v1alpha1):version>/selfsubjectreviews")
+def self_subject_review(version: str):
+    user = gauntlet.authenticate(request)
+    return respond({"kind": "SelfSubjectReview", "apiVersion": f"authentication.k8s.io/{version}",
+                    "metadata": {"creationTimestamp": None},
+                    "status": {"userInfo": _user_info(user)}}, 201)
+
+
+def _user_info(user: User) -> dict:
+    info = {"username": user.name, "groups": list(user.groups)}
+    if user.uid:
+        info["uid"] = user.uid
+    return info
+
+
+def _json_body() -> dict:
+    review = decode.parse_body(request.get_data(), request.content_type or "application/json")
+    if not isinstance(review, dict):
+        raise api_errors.bad_request("the request body must be a JSON object")
+    return review
+
+
+# kubectl sends these as protobuf, and the questions are small enough to
 # read by hand: Kubernetes' envelope ("k8s\0", then a runtime.Unknown whose
 # field 2 holds the object), and in it the numbered fields of
-# authorization/v1's generated.proto.
+# authorization/v1's generated.proto. In every review the spec is field 2.
 _RESOURCE_FIELDS = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name"}
 _PATH_FIELDS = {1: "path", 2: "verb"}
 
 
-def _spec_from_protobuf(body: bytes) -> dict:
+def _protobuf_spec(body: bytes) -> dict[int, bytes]:
+    """The fields of a review's spec."""
     try:
         if not body.startswith(b"k8s\x00"):
             raise ValueError("no k8s protobuf envelope")
         review = _fields(_fields(body[4:]).get(2, b""))          # runtime.Unknown.raw
-        spec = _fields(review.get(2, b""))                         # SelfSubjectAccessReview.spec
+        return _fields(review.get(2, b""))                          # the review's spec
+    except (ValueError, IndexError) as error:
+        raise api_errors.bad_request(f"cannot read this review: {error}") from None
+
+
+def _text(value: bytes) -> str:
+    try:
+        return value.decode()
+    except UnicodeDecodeError as error:
+        raise api_errors.bad_request(f"cannot read this review: {error}") from None
+
+
+def _access_spec_from_protobuf(spec: dict[int, bytes]) -> dict:
+    try:
         if 1 in spec:
             return {"resourceAttributes": _strings(spec[1], _RESOURCE_FIELDS)}
         if 2 in spec:

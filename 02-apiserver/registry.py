@@ -79,6 +79,10 @@ RESOURCES: tuple[Resource, ...] = (
     # Not stored: a question for the authorizer (`kubectl auth can-i`), see access_review.py.
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
              verbs=("create",)),
+    Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
+             verbs=("create",)),          # `kubectl auth can-i --list`
+    Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False,
+             verbs=("create",)),          # `kubectl auth whoami`
 )
 # [END resource-table]
 
