@@ -24,6 +24,7 @@ calling it, so the app always sees a plain body with its Content-Length.
 """
 from __future__ import annotations
 
+import _thread
 import http.server
 import io
 import json
@@ -426,6 +427,12 @@ class APIHTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         self.log_requests = log_requests
         self.connection_slots = threading.BoundedSemaphore(limits.max_connections)
         super().__init__(address, RequestHandler)
+
+    def process_request(self, request, client_address) -> None:
+        # Not threading.Thread.start(): it waits until the new thread has run,
+        # and when a thousand watchers connect at once, that wait (for the GIL)
+        # is paid again by every connection queued behind them.
+        _thread.start_new_thread(self.process_request_thread, (request, client_address))
 
     @property
     def port(self) -> int:
