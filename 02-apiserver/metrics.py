@@ -92,12 +92,21 @@ class Metrics:
             registry=self.registry)
         self.registry.register(StoredObjects(store))
         ProcessCollector(registry=self.registry)          # process_cpu_seconds_total, memory, open fds
+        # Looking a series up by its labels is most of the cost of counting a
+        # request, so each series is looked up once and kept.
+        self.inflight_of = {kind: self.inflight.labels(kind) for kind in ("readOnly", "mutating")}
+        self._series: dict[tuple[RequestLabels, int], tuple] = {}
 
     def record(self, labels: RequestLabels, code: int, seconds: float) -> None:
-        values = (labels.verb, labels.dry_run, labels.group, labels.version, labels.resource,
-                  labels.subresource, labels.scope, COMPONENT)
-        self.requests.labels(*values, str(code)).inc()
-        self.durations.labels(*values).observe(seconds)
+        series = self._series.get((labels, code))
+        if series is None:
+            values = (labels.verb, labels.dry_run, labels.group, labels.version, labels.resource,
+                      labels.subresource, labels.scope, COMPONENT)
+            series = self._series.setdefault(
+                (labels, code), (self.requests.labels(*values, str(code)), self.durations.labels(*values)))
+        count, duration = series
+        count.inc()
+        duration.observe(seconds)
 
     def open_long_running(self, labels: RequestLabels):
         gauge = self.long_running.labels(labels.verb, labels.group, labels.version, labels.resource,
@@ -149,17 +158,17 @@ def install(app) -> None:
 
 
 def start() -> None:
-    g.metrics_started = time.perf_counter()
-    g.metrics_kind = "mutating" if request.method in MUTATING else "readOnly"
-    current_app.extensions["metrics"].inflight.labels(g.metrics_kind).inc()
+    kind = "mutating" if request.method in MUTATING else "readOnly"
+    current_app.extensions["metrics"].inflight_of[kind].inc()
+    g.metrics_started = (time.perf_counter(), kind)
 
 
 def finish(response):
     metrics = current_app.extensions["metrics"]
-    started = g.pop("metrics_started", None)
+    started, kind = g.pop("metrics_started", (None, None))
     if started is None:                 # already counted (finish runs again after an error in a hook)
         return response
-    metrics.inflight.labels(g.metrics_kind).dec()
+    metrics.inflight_of[kind].dec()
     labels = request_labels()
     if not labels.long_running:
         metrics.record(labels, response.status_code, time.perf_counter() - started)
