@@ -124,9 +124,11 @@ def test_the_insecure_port_answers_for_an_all_powerful_user(secure):
     assert review.json()["status"] == {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
                                        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
                                        "incomplete": False}
-    me = insecure.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", {})
-    assert me.status_code == 201
-    assert me.json()["status"]["userInfo"] == {"username": "system:admin", "groups": ["system:masters"]}
+    for version in ("v1", "v1beta1", "v1alpha1"):        # what kubectl 1.27 to 1.33 ask
+        me = insecure.post(f"/apis/authentication.k8s.io/{version}/selfsubjectreviews", {})
+        assert me.status_code == 201, (version, me.text)
+        assert me.json()["apiVersion"] == f"authentication.k8s.io/{version}"
+        assert me.json()["status"]["userInfo"] == {"username": "system:admin", "groups": ["system:masters"]}
 
 
 def test_a_rules_review_needs_a_token_on_the_secure_port(secure, certs):
