@@ -1,0 +1,30 @@
+"""kubectl 1.27 to 1.33 against one real cluster: the lessons' commands, each
+version in a namespace of its own (02-apiserver/kubectl_versions.py holds
+the steps and prints the same matrix as a table).
+
+A version whose binary this machine lacks is skipped with one line naming
+it; everything else must pass.
+"""
+from __future__ import annotations
+
+import pytest
+
+import kubectl_versions
+from local_cluster import Cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(docker_client, kubectl):
+    with Cluster(["node1"]) as running:
+        kubectl_versions.start_controller_manager(running)
+        yield running
+
+
+@pytest.mark.parametrize("version", kubectl_versions.VERSIONS)
+def test_the_lessons_commands_work_with_kubectl(version, cluster, tmp_path):
+    binary = kubectl_versions.find_binary(version)
+    if binary is None:
+        pytest.skip(f"no kubectl.{version} or kubectl-{version} on this machine")
+    outcomes = kubectl_versions.run_version(version, binary, cluster.url, tmp_path, "node1")
+    failed = [f"kubectl {o.step.name}: expected {o.step.expect!r} in\n{o.output}" for o in outcomes if not o.passed]
+    assert not failed, f"kubectl {version}:\n" + "\n".join(failed)
