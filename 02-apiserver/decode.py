@@ -11,11 +11,13 @@ request's `fieldValidation` asks (kubectl sends Strict):
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import api_errors
 import field_validation
 import protobuf
+import type_check
 from common.manifests import ManifestError, load_manifest_text
 
 JSON_TYPES = ("application/json", "application/yaml")
@@ -42,7 +44,7 @@ def parse_body(body: bytes, content_type: str) -> object:
             if len(manifests) != 1:
                 raise api_errors.bad_request(f"the request body must hold one object, not {len(manifests)}")
             return manifests[0].obj
-        return json.loads(body)
+        return loads_json(body)
     except ManifestError as error:
         raise api_errors.bad_request(str(error)) from None
     except RecursionError:
@@ -66,7 +68,49 @@ def decode_object(body: bytes, content_type: str, resource) -> dict:
         raise api_errors.unsupported_media_type(content_type, ("application/json", "application/yaml"))
     obj = parse_body(body, content_type)
     check_kind(obj, resource)
+    check_types(obj, resource)
     return obj
+
+
+def loads_json(text: bytes | str):
+    """json.loads as Go reads JSON: NaN and Infinity are not JSON, and a
+    number too big for a float64 (1e999) is an error, not infinity. Python
+    accepts both, and would then store `Infinity`, which no client can read."""
+    return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is out of range")
+    return value
+
+
+def check_types(obj: dict, resource) -> None:
+    """Refuse a field whose JSON type the published schema does not allow.
+
+    Kubernetes finds these while decoding into its Go structs, before
+    admission and validation, and answers 400 BadRequest (not validation's
+    422) with the Go decoder's text, which we reproduce:
+
+        Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal
+        array into Go struct field NodeAffinity.spec.affinity.nodeAffinity... of type v1.NodeSelector
+
+    Go's path has no indices; `details.causes` (which Kubernetes leaves out
+    here) carries ours, spec.containers[0].ports[0].containerPort."""
+    mismatch = type_check.first_mismatch(resource.group, resource.version, resource.kind, obj)
+    if mismatch is not None:
+        raise api_errors.APIError(
+            400, "BadRequest", f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+            f"{resource.kind}: {mismatch.decoder_message()}", {"causes": [type_cause(mismatch)]})
+
+
+def type_cause(mismatch: type_check.Mismatch) -> dict:
+    return {"reason": "FieldValueInvalid", "message": mismatch.decoder_message(), "field": mismatch.path}
 
 
 def check_kind(obj, resource, kind: str | None = None, api_version: str | None = None) -> None:
@@ -124,6 +168,17 @@ def _walk(value, parts: list[str]):
         if index is not None:
             value = value[index] if isinstance(value, list) and index < len(value) else None
     return value
+
+
+def query_resource_version(args) -> int | None:
+    """?resourceVersion=N: None when absent or "0" (any version will do),
+    else a positive whole number; 400 for anything else, list or watch."""
+    raw = args.get("resourceVersion", "")
+    if raw in ("", "0"):
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 20) or int(raw) == 0:
+        raise api_errors.bad_request(f"resourceVersion must be a positive number, not {raw!r}")
+    return int(raw)
 
 
 def query_int(args, name: str, default: int | None = None, minimum: int = 0) -> int | None:

@@ -27,9 +27,12 @@ import json_merge_patch
 import yaml
 
 import api_errors
+import decode
 import schemas
 import server_side_apply
 import strategic_merge
+import type_check
+from common.field_errors import invalid
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -58,6 +61,7 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
         if not field_manager:
             raise api_errors.bad_request("fieldManager is required for apply requests "
                                          "(kubectl sends --field-manager, default \"kubectl\")")
+        _check_apply_types(applied, group, version, kind)
         return server_side_apply.apply(live or None, applied, field_manager, group, version,
                                        kind, force)
     live = live or {}
@@ -75,8 +79,42 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
         result = strategic_merge.strategic_merge(live, patch,
                                                  schemas.schema_for(group, version, kind))
     _expect_object(result, "the patched object is no longer a JSON object")
+    _check_patched_types(result, patch if media_type == STRATEGIC_MERGE_PATCH else result,
+                         group, version, kind)
     return result
 # [END apply-patch]
+
+
+def _check_patched_types(result: dict, shown, group: str, version: str, kind: str) -> None:
+    """A patch may leave a field wrongly typed (a list where an object
+    belongs). Kubernetes finds out when it decodes the patched object into
+    its Go struct and answers 422 Invalid on a field called "patch", with
+    the patched object (JSON and merge patch) or the patch (strategic merge)
+    as the value and the decoder's text as the reason:
+
+        "" is invalid: patch: Invalid value: "{...}": json: cannot unmarshal array into Go struct field ..."""
+    mismatch = type_check.first_mismatch(group, version, kind, result)
+    if mismatch is not None:
+        error = invalid("patch", json.dumps(shown, separators=(",", ":")), mismatch.decoder_message())
+        raise api_errors.invalid("", "", "", [error])
+
+
+def _check_apply_types(applied: dict, group: str, version: str, kind: str) -> None:
+    """Server-side apply types the applied configuration before merging it.
+
+    Kubernetes' text names the object and the field in its apply-path form
+    (.spec.containers[name="web"].image). It answers with 500 and no reason,
+    because that error is not turned into an API status; the mistake is the
+    client's, so we answer 400 BadRequest. Go prints the value Go-style
+    (&{[map[...]]}); we print it as JSON."""
+    mismatch = type_check.first_mismatch(group, version, kind, applied)
+    if mismatch is None:
+        return
+    meta = applied.get("metadata") if isinstance(applied.get("metadata"), dict) else {}
+    where = f'{meta.get("namespace", "")}/{meta.get("name", "")}; {group}/{version}, Kind={kind}'
+    value = json.dumps(mismatch.value, separators=(",", ":"))
+    raise api_errors.bad_request(f"failed to create typed patch object ({where}): {mismatch.apply_path()}: "
+                                 f"expected {mismatch.expected_word()}, got {value}")
 
 
 def _json_patch(live: dict, operations: list) -> dict:
@@ -121,7 +159,7 @@ def _parse(body: bytes, what: str, yaml_allowed: bool = False):
         raise api_errors.bad_request(f"the {what} is not UTF-8 text")
     try:
         try:
-            value = json.loads(text)
+            value = decode.loads_json(text)
         except ValueError as error:
             if not yaml_allowed:
                 raise api_errors.bad_request(f"the {what} is not valid JSON: {error}")
