@@ -49,13 +49,18 @@ def parse_field_selector(text: str | None, resource) -> FieldSelector:
     return FieldSelector(requirements)
 
 
+# Boolean fields Kubernetes selects on as Go bools: absent is "false", not "".
+# (`--field-selector spec.hostNetwork=false` finds pods that never said.)
+_ABSENT_MEANS_FALSE = ("spec.hostNetwork", "spec.unschedulable")
+
+
 def field_value(obj: dict, field: str) -> str:
     """The string a selector compares: "" for an absent field, as Kubernetes does."""
     value = obj
     for part in field.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     if value is None:
-        return ""
+        return "false" if field in _ABSENT_MEANS_FALSE else ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):        # Event's "source" selects by component

@@ -30,6 +30,7 @@ import watch
 from common.selectors import SelectorError, parse_selector
 from common.validate import validate_object, validate_status_update
 from common.defaults import apply_defaults
+from common.field_errors import invalid, too_long
 from field_selectors import parse_field_selector
 
 bp = Blueprint("rest", __name__)
@@ -111,6 +112,7 @@ def _existing(info) -> dict:
 
 def list_objects(info):
     labels, fields = _selectors(info)
+    decode.query_resource_version(request.args)      # a list has no use for it yet, but refuses nonsense
     items, rv = server().store.list(info.resource, info.namespace or None)
     items = [o for o in items if labels.matches(o["metadata"].get("labels")) and fields.matches(o)]
     items, metadata = _paginate(items, rv)
@@ -162,6 +164,30 @@ def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresour
         raise api_errors.invalid(info.resource, info.resource.kind, obj["metadata"].get("name", ""), errors)
 
 
+# Kubernetes' limit (FieldManagerMaxLength): a manager's name is stored in
+# every managedFields entry it owns.
+FIELD_MANAGER_MAX_BYTES = 128
+
+
+def _check_write_options(options_kind: str) -> None:
+    """The query of a write is a CreateOptions, UpdateOptions or PatchOptions
+    object to Kubernetes, validated before the body is read: 422 with
+    `CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: ...`."""
+    manager = request.args.get("fieldManager", "")
+    errors = []
+    if len(manager.encode()) > FIELD_MANAGER_MAX_BYTES:
+        errors.append(too_long("fieldManager", manager, FIELD_MANAGER_MAX_BYTES))
+    for index, char in enumerate(manager):
+        if not char.isprintable():    # Go counts the position in bytes, as we do
+            position = len(manager[:index].encode())
+            errors.append(invalid("fieldManager", manager,
+                                  f"invalid character U+{ord(char):04X} (at position {position})"))
+    if errors:
+        error = api_errors.invalid("", f"{options_kind}.meta.k8s.io", "", errors)
+        error.details.update(group="meta.k8s.io", kind=options_kind)
+        raise error
+
+
 def _dry_run() -> bool:
     values = request.args.getlist("dryRun")
     if any(v != "All" for v in values):
@@ -184,6 +210,7 @@ def _set_namespace(obj: dict, info) -> None:
 def create(info):
     if info.resource.namespaced and not info.namespace:
         raise api_errors.method_not_allowed(f"create {info.resource} in a namespace: .../namespaces/NAMESPACE/{info.resource.plural}")
+    _check_write_options("CreateOptions")
     body = request.get_data()
     return _store_create(info, decode.decode_object(body, request.content_type, info.resource), body)
 
@@ -203,6 +230,7 @@ def _store_create(info, obj: dict, body: bytes):
 
 
 def update(info):
+    _check_write_options("UpdateOptions")
     body = request.get_data()
     sent = decode.decode_object(body, request.content_type, info.resource)
     warnings = decode.apply_field_validation(sent, body, info.resource, request.args.get("fieldValidation"))
@@ -222,6 +250,7 @@ def update(info):
 
 
 def patch(info):
+    _check_write_options("PatchOptions")
     body = request.get_data()
     content_type = decode.media_type(request.content_type)
     manager = request.args.get("fieldManager", "")
@@ -243,10 +272,24 @@ def patch(info):
         decode.check_kind(new, info.resource)
         if new["metadata"].get("name") != info.name:
             raise api_errors.bad_request("a patch may not change metadata.name")
+        _check_uid_unchanged(new, current, info)
         warnings.extend(decode.apply_field_validation(new, body, info.resource,
                                                       request.args.get("fieldValidation")))
         return new
     return _store_update(info, patched, warnings)
+
+
+def _check_uid_unchanged(new: dict, current: dict, info) -> None:
+    """A patch that changes metadata.uid is refused, not quietly undone.
+
+    A PUT's uid is a precondition (a different uid means another object of
+    that name: 409). A patch has no precondition, so Kubernetes catches the
+    change where it validates the update: 422, uid is immutable. Leaving the
+    uid out is fine: the stored one is kept."""
+    uid = new["metadata"].get("uid")
+    if uid and uid != current["metadata"].get("uid"):
+        raise api_errors.invalid(info.resource, info.resource.kind, info.name,
+                                 [invalid("metadata.uid", uid, "field is immutable")])
 
 
 def _apply_create(info, body: bytes, manager: str, force: bool):
