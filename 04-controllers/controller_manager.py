@@ -27,12 +27,14 @@ from common.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from controller import Informers  # noqa: E402
 from deployment import DeploymentController  # noqa: E402
+from endpoints import EndpointsController  # noqa: E402
 from replicaset import ReplicaSetController  # noqa: E402
 
 # Kubernetes' names, in the order they start.
 CONTROLLERS = {
     "replicaset": ReplicaSetController,
     "deployment": DeploymentController,
+    "endpoints": EndpointsController,
 }
 
 
