@@ -219,6 +219,15 @@ def default_server(master_ips, master_names) -> str:
     return f"https://{host}:{PORT}"
 
 
+def new_token() -> str:
+    """A random bearer token. URL-safe base64 may start with "-", which a
+    command line then reads as a flag (`--token -x...` fails, about one
+    token in 64), so such a token is drawn again."""
+    while (token := secrets.token_urlsafe(32)).startswith("-"):
+        pass
+    return token
+
+
 def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None, force=False):
     """Create or refresh everything in `out`. Returns [(path, what happened)],
     the server URL and the addresses the server certificate is valid for."""
@@ -258,7 +267,7 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
         if user not in rows:
             # The uid column is for systems that reuse names; here the name serves.
             # No groups, no fourth column: Kubernetes would read "" as a group.
-            rows[user] = [secrets.token_urlsafe(32), user, user] + ([",".join(groups)] if groups else [])
+            rows[user] = [new_token(), user, user] + ([",".join(groups)] if groups else [])
     report.append((tokens_path, write_file(tokens_path, tokens_csv(list(rows.values())), 0o600)))
 
     # One kubeconfig per user in tokens.csv, rows kept from earlier runs included.

@@ -278,3 +278,9 @@ def test_the_shared_client_trusts_the_kubeconfigs_ca_whatever_the_environment_sa
         monkeypatch.setenv(variable, certifi.where())
     client = APIClient(load(kubeconfig), timeout=10, read_retries=0)
     assert client.request("GET", "/version")["minor"] == "32"
+
+
+def test_a_token_never_starts_with_a_dash():
+    # `--token -abc...` is read as a flag: such tokens broke one CI run in 64.
+    from certs import new_token
+    assert not any(new_token().startswith("-") for _ in range(2000))
