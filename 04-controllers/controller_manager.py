@@ -26,8 +26,10 @@ from common.client import APIClient  # noqa: E402
 from common.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from controller import Informers  # noqa: E402
+from daemonset import DaemonSetController  # noqa: E402
 from deployment import DeploymentController  # noqa: E402
 from endpoints import EndpointsController  # noqa: E402
+from job import JobController  # noqa: E402
 from replicaset import ReplicaSetController  # noqa: E402
 
 # Kubernetes' names, in the order they start.
@@ -35,6 +37,8 @@ CONTROLLERS = {
     "replicaset": ReplicaSetController,
     "deployment": DeploymentController,
     "endpoints": EndpointsController,
+    "daemonset": DaemonSetController,
+    "job": JobController,
 }
 
 
