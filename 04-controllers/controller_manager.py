@@ -30,6 +30,8 @@ from daemonset import DaemonSetController  # noqa: E402
 from deployment import DeploymentController  # noqa: E402
 from endpoints import EndpointsController  # noqa: E402
 from job import JobController  # noqa: E402
+from node_ipam import NodeIpamController  # noqa: E402
+from node_lifecycle import NodeLifecycleController  # noqa: E402
 from replicaset import ReplicaSetController  # noqa: E402
 
 # Kubernetes' names, in the order they start.
@@ -39,6 +41,8 @@ CONTROLLERS = {
     "endpoints": EndpointsController,
     "daemonset": DaemonSetController,
     "job": JobController,
+    "nodelifecycle": NodeLifecycleController,
+    "nodeipam": NodeIpamController,
 }
 
 
@@ -63,9 +67,26 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--controllers", default="*",
                         help=f"which controllers run: '*' for all, '-name' to leave one out ({', '.join(CONTROLLERS)})")
     parser.add_argument("--workers", type=int, default=2, help="reconcile threads per controller (default 2)")
+    parser.add_argument("--node-monitor-period", type=float, default=5.0,
+                        help="seconds between looks at every node's heartbeat (default 5)")
+    parser.add_argument("--node-monitor-grace-period", type=float, default=40.0,
+                        help="seconds without a heartbeat before a node is Ready=Unknown (default 40)")
+    parser.add_argument("--default-toleration-seconds", type=int, default=300,
+                        help="how long a pod that says nothing stays on a not-ready or unreachable node (default 300)")
+    parser.add_argument("--cluster-cidr", default="10.244.0.0/16", help="the pod network, cut into node ranges")
+    parser.add_argument("--node-cidr-mask-size", type=int, default=24, help="prefix length of each node's range")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
     return parser.parse_args(argv)
+
+
+def settings(args: argparse.Namespace) -> dict[str, dict]:
+    """Flags that belong to one controller, by its name (Kubernetes keeps a
+    configuration struct per controller for the same reason)."""
+    return {"nodelifecycle": {"monitor_period": args.node_monitor_period,
+                              "grace_period": args.node_monitor_grace_period,
+                              "default_toleration_seconds": args.default_toleration_seconds},
+            "nodeipam": {"cluster_cidr": args.cluster_cidr, "node_cidr_mask_size": args.node_cidr_mask_size}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     # Each controller signs its events with its own name, as in Kubernetes
     # ("replicaset-controller"), so `kubectl describe` says who acted.
     controllers = [CONTROLLERS[name](client, informers, EventRecorder(client, f"{name}-controller", log=log).start(),
-                                     log, workers=args.workers) for name in names]
+                                     log, workers=args.workers, **settings(args).get(name, {})) for name in names]
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
