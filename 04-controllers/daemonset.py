@@ -34,7 +34,7 @@ from daemon_placement import (REVISION_LABEL, NodePods, NodeState, daemon_pod_sp
 from deployment import template_hash, without_hash
 from expectations import Expectations
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
-from pods import is_available, is_ready
+from pods import is_active, is_available, is_ready
 from rolling_update import resolve
 
 GROUP_VERSION = "apps/v1"
@@ -226,9 +226,8 @@ class DaemonSetController(Controller):
 
     def update_status(self, ds: dict, nodes: dict, by_node: dict) -> None:
         min_ready, now = ds["spec"].get("minReadySeconds", 0), time.time()
-        states = [NodeState(where, oldest_first([p for p in by_node.get(name, [])
-                                                 if not p["metadata"].get("deletionTimestamp")
-                                                 and (p.get("status") or {}).get("phase") not in ("Failed", "Succeeded")]))
+        # is_active: not terminating, not finished; such a pod is on its way out.
+        states = [NodeState(where, oldest_first([p for p in by_node.get(name, []) if is_active(p)]))
                   for name, where in nodes.items()]
         status = daemon_status(states, revision_of(ds), ready=is_ready,
                                available=lambda pod: is_available(pod, min_ready, now))
