@@ -121,7 +121,7 @@ class DeploymentController(Controller):
             if is_controlled_by(rs, deployment):
                 owned.append(rs)
             elif controller_of(rs) is None and selects(selector, rs["metadata"].get("labels")):
-                owned.append(adopt(self.client, "replicasets", rs, deployment, GROUP_VERSION))
+                owned.append(adopt(self.client, GROUP_VERSION, "replicasets", rs, deployment))
         return owned
 
     def new_and_old(self, deployment: dict, replicasets: list[dict]) -> tuple[dict | None, list[dict]]:

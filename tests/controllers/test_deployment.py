@@ -169,3 +169,22 @@ def test_killed_mid_rollout_the_next_manager_finishes_it_with_no_extra_pods(api,
         first.stop()
         if second:
             second.stop()
+
+
+def test_an_orphaned_replicaset_of_the_same_template_is_adopted_not_duplicated(api, manager, ns):
+    # What `kubectl delete deployment --cascade=orphan` leaves behind: a
+    # ReplicaSet with the Deployment's labels and template but no owner. A
+    # Deployment created again takes it back instead of making another.
+    spec = deployment("web", 2)["spec"]
+    orphan = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+              "metadata": {"name": "web-left-behind", "labels": {"app": "web"}},
+              "spec": {"replicas": 2, "selector": spec["selector"], "template": spec["template"]}}
+    with FakeKubelet(api, ns):
+        assert api.post(f"/apis/apps/v1/namespaces/{ns}/replicasets", orphan).status_code == 201
+        created = api.post(f"/apis/apps/v1/namespaces/{ns}/deployments", deployment("web", 2)).json()
+        wait_for(lambda: (api.get(f"/apis/apps/v1/namespaces/{ns}/replicasets/web-left-behind").json()
+                          ["metadata"].get("ownerReferences") or [{}])[0].get("uid") == created["metadata"]["uid"],
+                 timeout=30, what="the orphan adopted by the Deployment")
+        wait_for(lambda: rolled_out(api, ns, "web", 2), timeout=30, what="the rollout on the adopted ReplicaSet")
+    names = [rs["metadata"]["name"] for rs in api.get(f"/apis/apps/v1/namespaces/{ns}/replicasets").json()["items"]]
+    assert names == ["web-left-behind"]
