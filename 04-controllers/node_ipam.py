@@ -46,10 +46,6 @@ class CIDRSet:
         self.count = 1 << (mask_size - self.cluster.prefixlen)
         self.used: set[int] = set()
 
-    def subnet(self, index: int) -> str:
-        first = int(self.cluster.network_address) + (index << self.shift)
-        return str(ipaddress.ip_network((first, self.mask_size)))
-
     def indexes(self, cidr: str) -> range:
         """The subnets a CIDR covers (none if it lies outside the cluster's):
         a /23 given by hand to one node takes two /24s from the pool."""
@@ -72,7 +68,8 @@ class CIDRSet:
         for index in range(self.count):
             if index not in self.used:
                 self.used.add(index)
-                return self.subnet(index)
+                first = int(self.cluster.network_address) + (index << self.shift)
+                return str(ipaddress.ip_network((first, self.mask_size)))
         raise RangeFull(f"all {self.count} /{self.mask_size} ranges of {self.cluster} are taken")
 # [END cidr-set]
 

@@ -31,8 +31,8 @@ import threading
 import time
 
 from common.client import NotFound
-from pods import parse_time
 from controller import Controller, key_for
+from pods import parse_time
 from taints import (DISK_PRESSURE, MEMORY_PRESSURE, NETWORK_UNAVAILABLE, NO_EXECUTE, NO_SCHEDULE, NOT_READY,
                     PID_PRESSURE, UNREACHABLE, UNSCHEDULABLE, eviction_time, with_default_tolerations)
 

@@ -344,8 +344,9 @@ def test_not_ready_cordoned_and_hand_tainted_nodes(api, apiserver, tmp_path, nam
 
         # A person's NoExecute taint: a pod without a toleration for it goes at once,
         # and the taint stays when the controller tidies its own.
+        dedicated = {"key": "dedicated", "value": "db", "effect": "NoExecute"}
         api.patch(f"/api/v1/nodes/{name}", {"spec": {"unschedulable": False, "taints": [
-            {"key": UNSCHEDULABLE, "effect": "NoSchedule"}, {"key": "dedicated", "value": "db", "effect": "NoExecute"}]}})
+            {"key": UNSCHEDULABLE, "effect": "NoSchedule"}, dedicated]}})
         api.post(f"/apis/apps/v1/namespaces/{namespace}/replicasets", replicaset("other", 1))
         other = bind_all(api, namespace, "other", name, 1)
         wait_for(lambda: all(gone_or_going(api, namespace, pod) for pod in other), timeout=30,
