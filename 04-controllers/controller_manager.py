@@ -15,13 +15,14 @@ import os
 import signal
 import sys
 import threading
+from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))   # for `common`, when run as a script
 sys.path.insert(0, str(HERE))
 
-from common import kubeconfig  # noqa: E402
+from common import kubeconfig, leader_election  # noqa: E402
 from common.client import APIClient  # noqa: E402
 from common.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
@@ -77,6 +78,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--node-cidr-mask-size", type=int, default=24, help="prefix length of each node's range")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
+    leader_election.add_flags(parser, "kube-controller-manager")
     return parser.parse_args(argv)
 
 
@@ -89,12 +91,26 @@ def settings(args: argparse.Namespace) -> dict[str, dict]:
             "nodeipam": {"cluster_cidr": args.cluster_cidr, "node_cidr_mask_size": args.node_cidr_mask_size}}
 
 
+def start_controllers(controllers: list, log) -> None:
+    for controller in controllers:
+        controller.start()
+    log.info("caches synced, controllers running")
+
+
+def stop_controllers(controllers: list) -> None:
+    """Stop every worker and flush the events; a second call does nothing more."""
+    for controller in controllers:
+        controller.stop()
+        controller.events.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log = get_logger("controller-manager", "DEBUG" if args.verbose else None)
     try:
         names = chosen(args.controllers)
         connection = kubeconfig.from_args(args)
+        election = leader_election.config_from_args(args) if args.leader_elect else None
     except (ValueError, kubeconfig.KubeconfigError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -110,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, lambda *_: stop.set())
     faulthandler.register(signal.SIGUSR1)      # `kill -USR1 PID` prints every thread's stack
 
-    log.info("starting", controllers=",".join(names), apiserver=connection.server)
+    log.info("starting", controllers=",".join(names), apiserver=connection.server,
+             identity=election.identity if election else None)
     informers.start()
     # Reconciling on a half-filled cache would, for instance, create pods
     # that already exist: wait for every informer's first list.
@@ -118,13 +135,25 @@ def main(argv: list[str] | None = None) -> int:
         if stop.is_set():
             break
     else:
-        for controller in controllers:
-            controller.start()
-        log.info("caches synced, controllers running")
+        if election is None:
+            start_controllers(controllers, log)
+        else:
+            # Every copy keeps its caches warm, so a new leader starts at
+            # once; only the leader's controllers act.
+            elector = leader_election.LeaderElector(
+                leader_election.lease_client(connection, election, "controller-manager"), election,
+                on_started_leading=partial(start_controllers, controllers, log),
+                on_stopped_leading=partial(stop_controllers, controllers),
+                events=EventRecorder(client, "controller-manager", log=log).start(), log=log)
+            if not elector.run(stop):
+                # Our controllers may be mid-reconcile and another copy may
+                # take over at any moment: go now, as kube-controller-manager does.
+                log.error("leaderelection lost")
+                logging.shutdown()
+                os._exit(1)
+            elector.events.stop()
     stop.wait()
-    for controller in controllers:
-        controller.stop()
-        controller.events.stop()
+    stop_controllers(controllers)
     log.info("stopped")
     logging.shutdown()
     os._exit(0)        # informer threads may sit in a socket read; nothing of ours is left to flush
