@@ -29,7 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from common import kubeconfig
+from common import kubeconfig, leader_election
 from common.client import APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
 from common.events import EventRecorder
 from common.informer import Informer
@@ -287,6 +287,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--bind-workers", type=int, default=16, help="bindings sent at once (default 16)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
+    # One lease name whatever --scheduler-name says, as in Kubernetes: a
+    # second, differently named scheduler needs --leader-elect-resource-name.
+    leader_election.add_flags(parser, "kube-scheduler")
     return parser.parse_args(argv)
 
 
@@ -297,6 +300,11 @@ def main(argv: list[str] | None = None) -> int:
         connection = kubeconfig.from_args(args)
     except kubeconfig.KubeconfigError as error:
         log.error("cannot use the kubeconfig", error=str(error))
+        return 2
+    try:
+        election = leader_election.config_from_args(args) if args.leader_elect else None
+    except ValueError as error:
+        log.error("cannot elect a leader", error=str(error))
         return 2
     client = APIClient(connection, user_agent=f"scheduler/{args.scheduler_name}")
     # One Scheduled event per pod: a burst of thousands of pods outruns the
@@ -313,11 +321,26 @@ def main(argv: list[str] | None = None) -> int:
     # may be holding a lock stop() needs.
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: threading.Thread(target=scheduler.stop, name="stop").start())
-    log.info("starting", scheduler=args.scheduler_name, apiserver=connection.server)
+    log.info("starting", scheduler=args.scheduler_name, apiserver=connection.server,
+             identity=election.identity if election else None)
     # Waits for the first list; the informers ride out an API server that
     # is not up yet, retrying with back-off.
     if scheduler.start():
-        scheduler.run()
+        if election is None:
+            scheduler.run()
+        else:
+            # Every copy watches and queues; only the leader schedules. The
+            # elector stops once SIGTERM's stop() has finished the bindings
+            # in flight (scheduler.stopped), and only then releases the lease.
+            elector = leader_election.LeaderElector(
+                leader_election.lease_client(connection, election, f"scheduler/{args.scheduler_name}"), election,
+                on_started_leading=scheduler.run, events=events, log=log)
+            if not elector.run(scheduler.stopped):
+                # The scheduling thread may be mid-decision and another copy
+                # may take over at any moment: go now, as kube-scheduler does.
+                log.error("leaderelection lost")
+                logging.shutdown()
+                os._exit(1)
     scheduler.stopped.wait(20)                 # the stop thread finishing the bindings in flight
     log.info("stopped", bound=scheduler.bound, events_dropped=events.dropped or None)
     logging.shutdown()
