@@ -121,3 +121,25 @@ def test_a_stopped_leader_releases_the_lease_at_once(api, apiserver, tmp_path):
 
 def test_without_leader_election_no_lease_is_written(api, manager):
     assert api.get(LEASE).status_code == 404
+
+
+def test_the_controller_manager_holds_its_lease_on_the_secure_port_with_its_own_token(tmp_path):
+    """02-apiserver/policy.jsonl lets the user "controller-manager" write its Lease."""
+    from controllers_harness import Client
+    from test_gauntlet import SecureServer
+
+    certs = tmp_path / "certs"
+    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(certs),
+                    "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    server = SecureServer(tmp_path / "data", certs).start()
+    # The kubeconfig's token and CA, on the secure port (--apiserver wins over its server).
+    manager = Candidate(server.secure_url, tmp_path, "--kubeconfig", str(certs / "controller-manager.kubeconfig"),
+                        *SHORT)
+    try:
+        manager.start()
+        wait_for(manager.leading, timeout=20, what=f"the controller manager to lead (log: {manager.log_path})")
+        assert holder(Client(server.url)) == manager.identity       # read as the admin, on the insecure port
+        assert "cannot read or write the lease" not in manager.log()
+    finally:
+        manager.stop()
+        server.stop()

@@ -4,6 +4,8 @@ other takes the lease once it runs out, and binds the pods that come next."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 from scheduler_harness import wait_for
 
@@ -59,3 +61,26 @@ def test_one_schedules_and_the_other_takes_over_a_killed_leader(cluster):
     assert second.stop() == 0
     assert "released lease" in second.log()
     assert holder(cluster) is None
+
+
+def test_the_scheduler_holds_its_lease_on_the_secure_port_with_its_own_token(tmp_path):
+    """02-apiserver/policy.jsonl lets the user "scheduler" write its Lease."""
+    from scheduler_harness import ROOT, Client, SchedulerProcess
+    from test_gauntlet import SecureServer
+
+    certs = tmp_path / "certs"
+    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(certs),
+                    "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    server = SecureServer(tmp_path / "data", certs).start()
+    scheduler = None
+    try:
+        # The kubeconfig's token and CA, on the secure port (--apiserver wins over its server).
+        scheduler = SchedulerProcess(tmp_path, server.secure_url, "--kubeconfig", str(certs / "scheduler.kubeconfig"),
+                                     *SHORT).start()
+        lease = Client(server.url).get(LEASE).json()              # read as the admin, on the insecure port
+        assert lease["spec"]["holderIdentity"] == identity(scheduler)
+        assert "cannot read or write the lease" not in scheduler.log()
+    finally:
+        if scheduler:
+            scheduler.stop()
+        server.stop()
