@@ -15,7 +15,7 @@ from common.leader_election import JITTER
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
 # Short durations so the test waits seconds, not the default 15.
-LEASE_DURATION, RETRY_PERIOD = 3.0, 0.5
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 3.0, 2.0, 0.5
 SHORT = ("--leader-elect", "--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
          "--leader-elect-retry-period", "500ms")
 # A follower may need up to a lease duration from the last renewal it saw,
@@ -117,6 +117,21 @@ def test_a_stopped_leader_releases_the_lease_at_once(api, apiserver, tmp_path):
         first.stop()
         if second:
             second.stop()
+
+
+def test_a_leader_that_cannot_renew_exits(api, apiserver, tmp_path):
+    """The API server goes away: the leader cannot renew, and after the renew
+    deadline it exits (code 1) rather than go on acting unsure of its lease."""
+    manager = Candidate(apiserver.url, tmp_path, *SHORT).start()
+    try:
+        wait_for(manager.leading, timeout=20, what="the controller manager to lead")
+        apiserver.kill()
+        wait_for(lambda: manager.process.poll() is not None, timeout=RENEW_DEADLINE + 10, what="the leader to exit")
+        assert manager.process.returncode == 1
+        assert "failed to renew lease: renew deadline passed" in manager.log()
+        assert "leaderelection lost" in manager.log()
+    finally:
+        manager.stop()
 
 
 def test_without_leader_election_no_lease_is_written(api, manager):
