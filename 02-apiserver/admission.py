@@ -6,19 +6,31 @@ LimitRange fill in its resources, may it run privileged? Kubernetes runs an
 ordered chain of named plugins (`--enable-admission-plugins`); so do we:
 
 - NamespaceLifecycle: no new objects in a namespace that does not exist or
-  is being deleted; the four system namespaces cannot be deleted; deleting a
-  namespace deletes what is in it (Kubernetes' namespace controller does
-  that part, in the controller manager).
+  is being deleted; the four system namespaces cannot be deleted. Deleting a
+  namespace only marks it Terminating: emptying it is the namespace
+  controller's job (chapter 04), which then removes the `kubernetes`
+  finalizer through namespaces/NAME/finalize, and the namespace goes.
 - LimitRanger: a LimitRange in the namespace fills in a container's missing
   requests and limits, and refuses more than its maximum.
 - DenyPrivileged: no privileged containers unless --allow-privileged.
+- NoControllerManager: not a Kubernetes plugin. Chapter 02 runs an API
+  server alone, so the server does the deletion work Kubernetes leaves to
+  the controller manager: it empties a deleted namespace itself, and adds
+  no garbage collector's finalizer (orphan, foregroundDeletion) that no one
+  would remove, as Kubernetes' --enable-garbage-collector=false. On by
+  default; leave it out of --enable-admission-plugins once chapter 04's
+  controller manager runs. (Left on beside it, nothing breaks: the
+  namespace controller finds namespaces already empty, and Orphan and
+  Foreground deletes act as Background.)
 
 Order matters: LimitRanger must see the object NamespaceLifecycle let in,
 and a plugin that changes the object (LimitRanger) runs before one that
 only checks it. Defaulting (common/defaults.py) runs before the chain.
 
-Beside the chain: graceful pod deletion. A pod on a node is only marked for
-deletion, so its kubelet can stop the containers first and then delete it.
+Beside the chain, what a DELETE decides (Kubernetes' deletion strategy):
+graceful pod deletion (a pod on a node is only marked for deletion, so its
+kubelet can stop the containers first and then delete it), and the garbage
+collector's finalizer that a propagationPolicy asks for.
 """
 from __future__ import annotations
 
@@ -120,12 +132,22 @@ def deny_privileged(server, obj: dict, old: dict | None, info, operation: str) -
                          "--allow-privileged to allow them)")
 
 
+def no_controller_manager(server, obj: dict, old: dict | None, info, operation: str) -> None:
+    """Nothing to check on create or update: this plugin changes what a
+    DELETE does (finalizers_for_delete and sync_namespace, below)."""
+
+
+def without_controller_manager(server) -> bool:
+    return "NoControllerManager" in server.admission_plugins
+
+
 PLUGINS = {
     "NamespaceLifecycle": namespace_lifecycle,
     "LimitRanger": limit_ranger,
     "DenyPrivileged": deny_privileged,
+    "NoControllerManager": no_controller_manager,
 }
-DEFAULT_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "DenyPrivileged")
+DEFAULT_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "DenyPrivileged", "NoControllerManager")
 
 
 def admit_delete(server, obj: dict, resource) -> None:
@@ -140,6 +162,49 @@ def finalizers(resource, obj: dict) -> list:
     if resource is NAMESPACES:
         pending += (obj.get("spec") or {}).get("finalizers") or []
     return pending
+
+
+# The garbage collector's finalizers (chapter 04): "orphan" asks it to remove
+# the owner from its dependents' ownerReferences, "foregroundDeletion" to
+# delete the dependents that block the owner first. Either way it removes the
+# finalizer when done, and the owner goes.
+ORPHAN = "orphan"
+FOREGROUND = "foregroundDeletion"
+_FINALIZER_FOR_POLICY = {"Orphan": ORPHAN, "Foreground": FOREGROUND, "Background": None}
+# What a DELETE that names no policy does to a kind's dependents, as
+# Kubernetes' strategies say: batch/v1 Jobs keep their pods (the first Job
+# API did, and clients rely on it); every other kind deletes them, in the
+# background, after the owner has gone.
+DEFAULT_PROPAGATION = {("batch", "Job"): "Orphan"}
+
+
+def propagation_policy(resource, obj: dict, options: dict) -> str:
+    """Orphan, Foreground or Background for this DELETE: what the client
+    asked, else what an earlier DELETE asked (its finalizer), else the kind's default."""
+    if options.get("orphanDependents") is not None:         # the deprecated spelling
+        return "Orphan" if options["orphanDependents"] else "Background"
+    if options.get("propagationPolicy"):
+        return options["propagationPolicy"]
+    pending = obj["metadata"].get("finalizers") or []
+    if ORPHAN in pending:
+        return "Orphan"
+    if FOREGROUND in pending:
+        return "Foreground"
+    return DEFAULT_PROPAGATION.get((resource.group, resource.kind), "Background")
+
+
+def finalizers_for_delete(resource, obj: dict, options: dict, garbage_collector: bool = True) -> list[str]:
+    """obj's metadata.finalizers after this DELETE: the garbage collector's
+    finalizer for the policy in place of either one it had, the others kept.
+    With no garbage collector running, none: no one would ever remove it."""
+    current = list(obj["metadata"].get("finalizers") or [])
+    if not garbage_collector:
+        return current
+    wanted = [f for f in current if f not in (ORPHAN, FOREGROUND)]
+    policy_finalizer = _FINALIZER_FOR_POLICY[propagation_policy(resource, obj, options)]
+    if policy_finalizer:
+        wanted.append(policy_finalizer)
+    return current if set(wanted) == set(current) else wanted
 
 
 def grace_period(server, resource, obj: dict, options: dict) -> int:
@@ -157,11 +222,22 @@ def grace_period(server, resource, obj: dict, options: dict) -> int:
     return max(0, int(grace)) if isinstance(grace, int) else 30
 
 
+# ----- NoControllerManager: the server empties deleted namespaces itself -----
+#
+# In Kubernetes the API server only marks a deleted namespace Terminating;
+# the namespace controller (04-controllers/namespace.py) deletes what is in
+# it and then removes the "kubernetes" finalizer. Chapter 02 has no
+# controller manager yet, so with NoControllerManager enabled (the default)
+# the server does that work itself, right when the namespace is deleted and
+# again whenever an object in it goes for good.
+
 _syncing: set[str] = set()       # namespaces sync_namespace is emptying right now
 
 
 def deleted(server, resource, obj: dict) -> None:
     """After an object is gone for good: a terminating namespace may now be empty."""
+    if not without_controller_manager(server):
+        return
     if resource.namespaced and obj["metadata"].get("namespace") not in _syncing:
         namespace = server.store.get(NAMESPACES, "", obj["metadata"].get("namespace", ""))
         if namespace is not None and namespace["metadata"].get("deletionTimestamp"):
@@ -173,6 +249,8 @@ def sync_namespace(server, name: str) -> None:
     """Delete everything in a terminating namespace; once it is empty, let it go."""
     from rest import delete_object   # rest imports this module
 
+    if not without_controller_manager(server):
+        return                        # the namespace controller's job
     _syncing.add(name)                # one emptiness check at the end, not one per object
     try:
         for resource in registry.RESOURCES:

@@ -29,7 +29,7 @@ AGGREGATED_VERSIONS = ("v2", "v2beta1")
 
 _SUBRESOURCE_KIND = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding")}
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                      "binding": ["create"], "log": ["get"]}
+                      "binding": ["create"], "log": ["get"], "finalize": ["update"]}
 
 
 @bp.get("/version", strict_slashes=False)

@@ -112,6 +112,14 @@ def prepare_for_update(new: dict, old: dict, resource, subresource: str = "") ->
         if meta.get("resourceVersion"):
             updated["metadata"]["resourceVersion"] = meta["resourceVersion"]
         return updated
+    if subresource == "finalize":
+        # Only spec.finalizers moves: the namespace controller's way to say "emptied".
+        updated = copy.deepcopy(old)
+        spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
+        updated.setdefault("spec", {})["finalizers"] = spec.get("finalizers") or []
+        if meta.get("resourceVersion"):
+            updated["metadata"]["resourceVersion"] = meta["resourceVersion"]
+        return updated
     if resource.kind == "Namespace":
         # What must happen before a namespace goes is the server's business
         # (Kubernetes changes it only through /finalize).

@@ -300,6 +300,10 @@ def _subresource_operations(sub: str, op_name: str, r: registry.Resource,
         return {"post": _operation("post", f"create{op_name}", f"create binding of a {r.kind}",
                                    binding_gvk, binding, body=binding, params=_WRITE_PARAMS,
                                    codes=("200", "201", "202"))}
+    if sub == "finalize":   # namespaces/NAME/finalize: PUT a Namespace, only spec.finalizers is read
+        return {"put": _operation("put", f"replace{op_name}", f"replace finalize of the specified {r.kind}",
+                                  gvk, one, body=_content(one["content"]["application/json"]["schema"]),
+                                  params=_WRITE_PARAMS, codes=("200", "201"))}
     if sub == "log":
         text = _content({"type": "string"}, ("text/plain", "application/json"))
         return {"get": _operation("get", f"read{op_name}", f"read log of the specified {r.kind}",

@@ -51,7 +51,7 @@ ALL = ("all",)
 
 # [START resource-table]
 RESOURCES: tuple[Resource, ...] = (
-    Resource("", "v1", "Namespace", "namespaces", False, ("ns",), ("status",),
+    Resource("", "v1", "Namespace", "namespaces", False, ("ns",), ("status", "finalize"),
              selectable_fields=("status.phase",)),
     Resource("", "v1", "Pod", "pods", True, ("po",), ("status", "binding", "log"), ALL,
              selectable_fields=("spec.nodeName", "spec.schedulerName", "spec.restartPolicy",

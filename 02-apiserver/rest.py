@@ -361,6 +361,12 @@ def _checked_delete_options(options: dict) -> dict:
     if policy is not None and policy not in ("Foreground", "Background", "Orphan"):
         raise api_errors.bad_request(f'propagationPolicy: Unsupported value: {policy!r}: supported values: '
                                      '"Foreground", "Background", "Orphan"')
+    orphan = options.get("orphanDependents")      # the deprecated spelling of propagationPolicy
+    if orphan is not None and not isinstance(orphan, bool):
+        raise api_errors.bad_request(f"orphanDependents must be true or false, not {orphan!r}")
+    if orphan is not None and policy is not None:
+        raise api_errors.bad_request("propagationPolicy: Invalid value: orphanDependents and "
+                                     "deletionPropagation cannot be both set")
     preconditions = options.get("preconditions")
     if preconditions is not None and (not isinstance(preconditions, dict) or not all(
             isinstance(preconditions.get(k, ""), str) for k in ("uid", "resourceVersion"))):
@@ -374,8 +380,10 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
 
     Returns (object, gone). An object with finalizers is only marked with a
     deletionTimestamp, and stays until the controllers that own the
-    finalizers clear them. A pod running on a node is marked too: its kubelet
-    stops the containers, then deletes it for good (grace period 0)."""
+    finalizers clear them. propagationPolicy Orphan or Foreground adds the
+    garbage collector's finalizer (orphan, foregroundDeletion). A pod running
+    on a node is marked too: its kubelet stops the containers, then deletes
+    it for good (grace period 0)."""
     store = server_state.store
     current = store.get(resource, namespace, name)
     if current is None:
@@ -383,11 +391,17 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
     _check_preconditions(current, options, resource)
     admission.admit_delete(server_state, current, resource)
     grace = admission.grace_period(server_state, resource, current, options)
-    if admission.finalizers(resource, current) or grace > 0:
+    collector = not admission.without_controller_manager(server_state)
+    finalizers = admission.finalizers_for_delete(resource, current, options, garbage_collector=collector)
+    planned = {**current, "metadata": {**current["metadata"], "finalizers": finalizers}}
+    if admission.finalizers(resource, planned) or grace > 0:
         def mark(obj: dict) -> dict:
             meta = obj["metadata"]
             meta.setdefault("deletionTimestamp", objects.now())
             meta["deletionGracePeriodSeconds"] = min(grace, meta.get("deletionGracePeriodSeconds", grace))
+            meta.pop("finalizers", None)
+            if finalizers:
+                meta["finalizers"] = finalizers
             meta.pop("resourceVersion", None)
             if resource.kind == "Namespace":
                 obj.setdefault("status", {})["phase"] = "Terminating"
@@ -400,6 +414,7 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
     gone = store.delete(resource, namespace, name, _unchanged_since(current, resource))
     admission.deleted(server_state, resource, gone)
     return gone, True
+# [END finalizers]
 
 
 def _unchanged_since(decided_on: dict, resource, then=lambda obj: obj):
@@ -413,6 +428,7 @@ def _unchanged_since(decided_on: dict, resource, then=lambda obj: obj):
     return check
 
 
+# [START finish-deletion]
 def finish_deletion_if_done(server_state, resource, obj: dict) -> tuple[dict, bool]:
     """A marked object whose finalizers are cleared and grace period is over goes."""
     meta = obj["metadata"]
@@ -425,7 +441,7 @@ def finish_deletion_if_done(server_state, resource, obj: dict) -> tuple[dict, bo
         admission.deleted(server_state, resource, gone)
         return gone, True
     return obj, False
-# [END finalizers]
+# [END finish-deletion]
 
 
 def _check_preconditions(current: dict, options: dict, resource) -> None:
@@ -481,10 +497,25 @@ def delete_collection(info):
                     "metadata": {"resourceVersion": str(server().store.resource_version)}, "items": deleted})
 
 
+def finalize(info):
+    """PUT namespaces/NAME/finalize: change spec.finalizers, nothing else.
+
+    A namespace's own finalizers say who must act before it goes; the
+    namespace controller removes "kubernetes" here once the namespace is
+    empty. When none is left, a terminating namespace goes."""
+    _check_write_options("UpdateOptions")
+    sent = decode.decode_object(request.get_data(), request.content_type, info.resource)
+    if sent["metadata"].get("name", info.name) != info.name:
+        raise api_errors.bad_request(f"the name of the object ({sent['metadata']['name']}) does not match "
+                                     f"the name on the URL ({info.name})")
+    return _store_update(info, lambda current: sent, [])
+
+
 _HANDLERS = {
     ("get", ""): get_one, ("list", ""): list_objects, ("watch", ""): watch_objects,
     ("create", ""): create, ("update", ""): update, ("patch", ""): patch,
     ("delete", ""): delete, ("deletecollection", ""): delete_collection,
     ("get", "status"): get_one, ("update", "status"): update, ("patch", "status"): patch,
+    ("update", "finalize"): finalize,
     **subresources.HANDLERS,
 }
