@@ -30,7 +30,9 @@ from controller import Informers  # noqa: E402
 from daemonset import DaemonSetController  # noqa: E402
 from deployment import DeploymentController  # noqa: E402
 from endpoints import EndpointsController  # noqa: E402
+from garbage_collector import GarbageCollector  # noqa: E402
 from job import JobController  # noqa: E402
+from namespace import NamespaceController  # noqa: E402
 from node_ipam import NodeIpamController  # noqa: E402
 from node_lifecycle import NodeLifecycleController  # noqa: E402
 from replicaset import ReplicaSetController  # noqa: E402
@@ -44,6 +46,8 @@ CONTROLLERS = {
     "job": JobController,
     "nodelifecycle": NodeLifecycleController,
     "nodeipam": NodeIpamController,
+    "garbagecollector": GarbageCollector,
+    "namespace": NamespaceController,
 }
 
 
