@@ -1,16 +1,17 @@
 # Kubernetes from the ground up, in Python.
-# `make help` lists the targets. Everything Python runs from ./.venv, which
-# `make venv` creates (or reuses) from requirements.txt.
+# `make help` lists the targets. Everything Python runs from ./.venv.
+# .ci/setup-machine does the set-up (packages, Docker, .venv, images): as
+# root it installs and starts what is missing, as anyone else it says what to
+# run. It prints nothing when there is nothing to do.
 
-PYTHON ?= python3
+SETUP  := sh .ci/setup-machine
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
 PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help venv images demo demo-01 demo-02 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 snippet clean
+.PHONY: help setup venv images demo demo-01 demo-02 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -21,24 +22,16 @@ help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
 
-venv: $(STAMP) ## create or reuse ./.venv with the pinned dependencies
+setup: ## install what is missing (as root), start Docker, create .venv, build the images
+	@$(SETUP) machine venv images
 
-$(STAMP): requirements.txt
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
-	  { echo "error: Python 3.11 or newer is needed (found: $$($(PYTHON) --version 2>&1))"; exit 1; }
-	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || \
-	  { echo "error: Python's venv module is missing. On Debian/Ubuntu: sudo apt-get install python3-venv"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	@# Put this checkout on the venv's path (a .pth file) so that `common`
-	@# imports inside the venv only, never from a system site-packages.
-	@echo "$(CURDIR)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/groundup.pth"
-	@touch $@
+venv: ## create or reuse ./.venv with the pinned dependencies
+	@$(SETUP) venv
 
-images: venv ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
-	@sh 01-kubelet/images/build.sh
+images: ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
+	@$(SETUP) images
 
-demo: venv images ## the cluster so far: an API server, two kubelets and the scheduler spread pods; kubectl get nodes,pods -o wide
+demo: setup ## the cluster so far: an API server, two kubelets and the scheduler spread pods; kubectl get nodes,pods -o wide
 	$(PY) 03-scheduler/demo.py
 
 demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
@@ -47,8 +40,8 @@ demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run
 demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up
 	$(PY) 01-kubelet/demo.py
 
-test: venv ## run every test (Docker tests skip without Docker unless GROUNDUP_REQUIRE_DOCKER=1)
-	@sh 01-kubelet/images/build.sh --if-docker
+test: ## set up, then run every test (kubectl tests skip without kubectl unless GROUNDUP_REQUIRE_KUBECTL=1)
+	@$(SETUP) machine venv images kubectl
 	@# pytest exits 5 when it collected no test: a failure, never a pass.
 	$(PYTEST) tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
 

@@ -25,33 +25,17 @@ PAUSE_IMAGE=${PAUSE_IMAGE:-registry.k8s.io/pause:3.9}
 
 die() { echo "images: $*" >&2; exit 1; }
 
-# --if-docker (used by `make test`): without a Docker engine, say so and
-# succeed, so the tests that need no Docker still run (the others skip),
-# unless GROUNDUP_REQUIRE_DOCKER=1 makes Docker mandatory, as in CI.
-no_docker() {
-    if [ "${1:-}" = "--if-docker" ] && [ "${GROUNDUP_REQUIRE_DOCKER:-}" != 1 ]; then
-        echo "images: skipped, $2; the tests that need Docker will skip"
-        exit 0
-    fi
-    die "$2"
-}
-command -v docker >/dev/null 2>&1 || no_docker "${1:-}" "the docker command is missing (Debian/Ubuntu: apt-get install docker.io)"
-docker info >/dev/null 2>&1 || no_docker "${1:-}" "no Docker engine answers (is dockerd running, and may this user use it?)"
+# `make images` runs this after .ci/setup-machine has installed Docker and
+# busybox-static and started the engine; run by hand, it says what is missing.
+command -v docker >/dev/null 2>&1 || die "the docker command is missing: run make images (as root it installs docker.io)"
+docker info >/dev/null 2>&1 || die "no Docker engine answers (is dockerd running, and may this user use it?): make images says what to do"
 
 # ldd fails on a statically linked binary ("not a dynamic executable").
 is_static() { [ -x "$1" ] && ! ldd "$1" >/dev/null 2>&1; }
 
-if ! is_static "$BUSYBOX"; then
-    # Missing, or dynamically linked (Debian's plain `busybox` package): a
-    # dynamic binary would not run inside an image with no libc.
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "images: installing Debian's busybox-static (a statically linked busybox)"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq busybox-static >/dev/null \
-            || die "apt-get install busybox-static failed (try apt-get update first)"
-    else
-        die "a statically linked busybox is needed at $BUSYBOX: sudo apt-get install busybox-static"
-    fi
-fi
+# A dynamic busybox (Debian's plain `busybox` package) would not run inside
+# an image with no libc.
+is_static "$BUSYBOX" || die "a statically linked busybox is needed at $BUSYBOX: run make images (as root it installs busybox-static)"
 
 # What the images are made of; a change to either rebuilds them.
 fingerprint="$(sha256sum "$BUSYBOX" "$0" | sha256sum | cut -c1-16)"
