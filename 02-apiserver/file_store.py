@@ -6,9 +6,13 @@
     DATA/resource-version
 
 Durability: a write goes to a temporary file in the same directory, is
-fsync'd, renamed over the old file (rename is atomic on POSIX), and the
-directory is fsync'd so the rename itself survives a crash. A process killed
-at any moment therefore leaves each object wholly old or wholly new.
+fsync'd, and renamed over the old file (rename is atomic on POSIX). A process
+killed at any moment therefore leaves each object wholly old or wholly new.
+Each write's event goes to the event log (event_log.py) before the rename;
+that log is the commit point, and it is what makes the rename itself safe
+without an fsync of its directory every time: a rename that a power cut
+loses is done again at start-up from the log. The directories are fsync'd
+at each *checkpoint*, before the log drops any line.
 
 All objects are also kept in memory: reads and lists never touch the disk.
 
@@ -17,10 +21,12 @@ resourceVersion, take the next one, remember the new object for the writers
 that come next. The slow half, the fsync, runs outside the lock, so eight
 clients' fsyncs overlap and the file system commits them together (a *group
 commit*, as databases do). Then the writes are *published* strictly in
-resourceVersion order: renamed into place, the directories fsync'd once per
-batch, shown to readers and sent to watchers. Only then does the client get
-its answer, so a 2xx still means "on disk", and watchers still see every
-change in order.
+resourceVersion order: their events appended to the event log with one
+fsync (the commit point), renamed into place, shown to readers and sent to
+watchers. Only then does the client get its answer, so a 2xx still means
+"on disk", and watchers still see every change in order, also after a
+restart: start-up reads the event log back into the watch cache, and
+finishes any write the log has but the files do not.
 """
 from __future__ import annotations
 
@@ -36,7 +42,9 @@ from collections import deque
 from pathlib import Path
 
 import api_errors
+import registry
 from common.log import get_logger
+from event_log import CorruptLog, EventLog, record_line
 from watch_cache import Event, WatchCache
 
 log = get_logger("apiserver")
@@ -73,8 +81,9 @@ class _Commit:
         self.key = (resource.group, resource.plural, namespace, name)
         self.path, self.event = path, event
         self.temporary: Path | None = None
+        self.log_line = b""               # its event, as a line of the event log
         self.ready = False                # its bytes are fsync'd
-        self.done = False                 # renamed, directory fsync'd, shown to readers and watchers
+        self.done = False                 # logged, renamed, shown to readers and watchers
 
 
 def _fsync_dir(path: Path) -> None:
@@ -133,13 +142,18 @@ class FileStore:
         self._published_changed = threading.Condition()
         self._rv = 0                                   # the newest version handed out
         self._rv_reserved = 0
-        self._load()
+        self._unsynced_dirs: set[Path] = set()        # renamed into since the last checkpoint
+        self.event_log = EventLog(self.root / "events", keep=watch_cache_size)
+        events = self._load()
         self._published_rv = self._rv                  # the newest version readers can see
-        self.watch_cache = WatchCache(watch_cache_size, start_rv=self._rv)
+        self.watch_cache = WatchCache(watch_cache_size, start_rv=self.event_log.horizon)
+        for event in events:                           # the history from before the restart
+            self.watch_cache.append(event)
 
     # ----- start-up: the disk is the truth -----
 
-    def _load(self) -> None:
+    def _load(self) -> list[Event]:
+        """The objects from their files, the recent events from the log."""
         rv_file = self.root / "resource-version"
         if rv_file.exists():
             try:
@@ -147,7 +161,7 @@ class FileStore:
             except (ValueError, OSError) as error:
                 raise StoreError(f"{rv_file} should hold one number, the reserved resourceVersion ceiling: "
                                  f"{error}. Restore it, or remove it to start from the objects' versions") from None
-        loaded = 0
+        loaded, set_aside = 0, set()
         for path in sorted(self.registry_dir.rglob("*")):
             if path.name.startswith(".tmp-"):
                 path.unlink()             # a write that was cut off: its old file is intact
@@ -156,6 +170,7 @@ class FileStore:
                 continue
             obj = self._read_object(path)
             if obj is None:
+                set_aside.add(path)
                 continue
             group, plural = path.relative_to(self.registry_dir).parts[:2]
             meta = obj["metadata"]
@@ -163,10 +178,54 @@ class FileStore:
             bucket[(meta.get("namespace", ""), meta["name"])] = obj
             self._rv = max(self._rv, int(meta.get("resourceVersion", 0)))
             loaded += 1
+        events = self._replay_event_log(set_aside)
         # Reserve the next block of resourceVersions before serving anything:
         # versions handed out before a crash are never handed out again.
         self._reserve(self._rv + _RV_BLOCK)
         log.info("store loaded", objects=loaded, resource_version=self._rv, data_dir=str(self.root))
+        log.info("watch history loaded", events=len(events), since=self.event_log.horizon)
+        return events
+
+    def _replay_event_log(self, set_aside: set[Path]) -> list[Event]:
+        """Read the event log back, and finish the writes it has but the files
+        do not: the server died after the log's fsync, before the rename."""
+        try:
+            records = self.event_log.open(start_rv=self._rv)
+        except CorruptLog as error:
+            raise StoreError(str(error)) from None
+        events, newest = [], {}
+        for record in records:
+            resource = registry.lookup(record["group"], record["version"], record["plural"])
+            if resource is None:
+                continue                  # a kind this server no longer serves: nobody can watch it
+            event = Event(record["type"], record["rv"], resource, record["namespace"],
+                          record["object"], record.get("old"))
+            events.append(event)
+            newest[(resource, event.namespace, event.obj["metadata"]["name"])] = event
+        for event in newest.values():
+            if self._path(event.resource, event.namespace, event.obj["metadata"]["name"]) not in set_aside:
+                self._finish(event)       # (a file set aside stays aside: someone must look at it)
+        self._rv = max([self._rv] + [event.resource_version for event in events])
+        return events
+
+    def _finish(self, event: Event) -> None:
+        """Make an object's file agree with its newest logged event."""
+        name = event.obj["metadata"]["name"]
+        on_disk = self.get(event.resource, event.namespace, name)
+        if on_disk is not None and int(on_disk["metadata"]["resourceVersion"]) >= event.resource_version:
+            return                        # the usual case: the rename happened
+        path = self._path(event.resource, event.namespace, name)
+        if event.type == "DELETED":
+            if on_disk is None:
+                return
+            path.unlink(missing_ok=True)
+            _fsync_dir(path.parent)
+            self._bucket(event.resource).pop((event.namespace, name))
+        else:
+            write_file_atomically(path, json.dumps(event.obj, indent=2).encode() + b"\n")
+            self._bucket(event.resource)[(event.namespace, name)] = event.obj
+        log.info("finished a write from the event log", resource=event.resource.plural,
+                 obj=f"{event.namespace}/{name}".lstrip("/"), resource_version=event.resource_version)
 
     def _read_object(self, path: Path) -> dict | None:
         try:
@@ -247,6 +306,9 @@ class FileStore:
         try:
             if commit.obj is not None:
                 commit.temporary = _write_temporary(commit.path, json.dumps(commit.obj, indent=2).encode() + b"\n")
+            event = commit.event
+            commit.log_line = record_line(event.type, event.resource_version, event.resource, event.namespace,
+                                          event.obj, event.old)
             commit.ready = True
             with self._publishing:
                 self._publish_ready()
@@ -271,13 +333,16 @@ class FileStore:
                 batch.append(self._queue.popleft())
         if not batch:
             return                        # the head is still in its fsync: its writer publishes
+        # The commit point: from here on a restart finishes these writes.
+        self.event_log.append([commit.log_line for commit in batch])
         for commit in batch:              # in resourceVersion order
             if commit.obj is None:
                 commit.path.unlink(missing_ok=True)
             else:
                 os.replace(commit.temporary, commit.path)
-        for directory in {commit.path.parent for commit in batch}:
-            _fsync_dir(directory)         # one directory fsync for the whole batch
+            self._unsynced_dirs.add(commit.path.parent)
+        if self.event_log.full:
+            self._checkpoint(batch[-1].event.resource_version)
         with self._lock:                  # readers and watchers see the batch at once
             for commit in batch:
                 bucket = self._objects.setdefault((commit.resource.group, commit.resource.plural), {})
@@ -294,6 +359,17 @@ class FileStore:
                 commit.done = True
             self._published_changed.notify_all()
     # [END group-commit]
+
+    def _checkpoint(self, last_rv: int) -> None:
+        """Make every rename so far durable, then let the log drop old lines:
+        no start-up will need them to finish a write."""
+        directories = set(self._unsynced_dirs)
+        for directory in self._unsynced_dirs:    # and the new directories' own names
+            directories.update(parent for parent in directory.parents if self.registry_dir in parent.parents)
+        for directory in directories:
+            _fsync_dir(directory)
+        self._unsynced_dirs.clear()
+        self.event_log.rotate(last_rv)
 
     def create(self, resource, obj: dict) -> dict:
         meta = obj["metadata"]
@@ -353,4 +429,5 @@ class FileStore:
         return gone
 
     def close(self) -> None:
-        pass
+        with self._publishing:            # not in the middle of a batch
+            self.event_log.close()

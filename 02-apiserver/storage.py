@@ -11,7 +11,10 @@ Rules every backend keeps:
   restarts.
 - A method returns only once the change is durable.
 - Objects handed out are shared and must not be mutated: copy before changing.
-- Every acknowledged change is appended to `watch_cache` in resourceVersion order.
+- Every acknowledged change is appended to `watch_cache` in resourceVersion order,
+  and is there again after a restart (file_store keeps them in an event log):
+  a watch from a version before the restart resumes, unless that version is
+  older than the kept window (then 410).
 """
 from __future__ import annotations
 

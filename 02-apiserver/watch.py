@@ -9,8 +9,10 @@
 The response never "finishes" until timeoutSeconds: it is the long polling
 the whole cluster runs on. A client remembers the resourceVersion of the last
 event it saw; when the connection drops, it watches again from there and
-misses nothing. If that version is older than the server's kept history, it
-gets an ERROR event with a 410 Gone status and must list again.
+misses nothing, also when the server itself restarted in between (its
+history is read back from its event log). If that version is older than the
+server's kept history, it gets an ERROR event with a 410 Gone status and
+must list again.
 """
 from __future__ import annotations
 

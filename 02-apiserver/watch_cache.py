@@ -12,6 +12,10 @@ The history is bounded (a ring of `capacity` events). A watcher that asks to
 start from a resourceVersion older than the oldest kept event would miss
 events, so it is told 410 Gone ("Expired") and must list again: the same
 contract as Kubernetes' watch cache and etcd's compaction.
+
+The history outlives the process: the store also writes every event to its
+event log (event_log.py) and, when it starts, appends the logged events
+here before serving anything, so a watch from before a restart resumes.
 """
 from __future__ import annotations
 
