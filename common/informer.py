@@ -22,9 +22,10 @@ How it stays up to date (the same contract client-go's reflector relies on):
    server restart). We open a new one from the last version we saw, and
    again miss nothing.
 4. **410 Gone means list again.** The server keeps only a bounded history
-   (its watch cache; etcd compacts too). After a long outage or a server
-   restart the version we remember may be older than anything it still has,
-   and it answers with an ERROR event, code 410. Then we list again and
+   (its watch window; etcd compacts too). After a long outage the version
+   we remember may be older than anything it still has (our API server
+   keeps its last 10,000 events on disk, across restarts), and it answers
+   with an ERROR event, code 410. Then we list again and
    compare the new list with our cache: new objects become on_add, changed
    ones on_update, and objects in our cache that the list no longer has
    become on_delete, because they were deleted while we could not see.
