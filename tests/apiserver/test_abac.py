@@ -313,7 +313,10 @@ EXAMPLE = [
     (CONTROLLERS, res("update", "replicasets", "d", "apps", "r"), True),
     (CONTROLLERS, res("update", "endpoints", "d", name="web"), True),
     (CONTROLLERS, res("delete", "secrets", "d", name="s"), False),
-    (CONTROLLERS, res("update", "nodes", name="n1"), False),
+    (CONTROLLERS, res("update", "nodes", name="n1"), True),       # taints, conditions, podCIDR
+    (CONTROLLERS, res("update", "daemonsets", "d", "apps", "a"), True),
+    (CONTROLLERS, res("update", "jobs", "d", "batch", "j"), True),
+    (CONTROLLERS, res("update", "configmaps", "d", name="c"), False),
     # the viewer
     *[(VIEWER, res(v, r, ns, g), True) for v in ("get", "list", "watch")
       for r, ns, g in (("pods", "d", ""), ("nodes", "", ""), ("deployments", "d", "apps"))],
