@@ -28,12 +28,12 @@ from __future__ import annotations
 import copy
 import time
 
-from controller import Controller, key_for, split_key
+from controller import key_for, split_key
 from daemon_placement import (REVISION_LABEL, NodePods, NodeState, daemon_pod_spec, daemon_status, node_actions,
                               old_pods_to_replace, oldest_first, placement, target_node)
 from deployment import template_hash, without_hash
-from expectations import Expectations
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
+from pod_owner import PodOwnerController
 from pods import is_active, is_available, is_ready
 from rolling_update import resolve
 
@@ -55,48 +55,18 @@ def max_unavailable(ds: dict, desired: int) -> int:
     return max(1, resolve(rolling.get("maxUnavailable"), desired, "1", round_up=True))
 
 
-class DaemonSetController(Controller):
+class DaemonSetController(PodOwnerController):
     name = "daemonset"
+    owner_kind = "DaemonSet"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.expectations = Expectations()
         self.daemonsets = self.informers.get(GROUP_VERSION, "daemonsets")
-        self.pods = self.informers.get("v1", "pods")
+        self.watch_owners_and_pods(self.daemonsets)    # pod events -> DaemonSet keys (pod_owner.py)
         self.nodes = self.informers.get("v1", "nodes")
-        self.daemonsets.add_handler(on_add=self.enqueue, on_update=lambda old, new: self.enqueue(new),
-                                    on_delete=self.enqueue)
-        self.pods.add_handler(on_add=self.pod_added, on_update=self.pod_updated, on_delete=self.pod_deleted)
         self.nodes.add_handler(on_add=self.node_changed, on_update=self.node_updated, on_delete=self.node_changed)
 
     # ------------------------------------------------ events -> DaemonSet keys
-
-    def _owner_key(self, pod: dict) -> str | None:
-        ref = controller_of(pod)
-        if ref is None or ref.get("kind") != "DaemonSet":
-            return None
-        return f"{pod['metadata']['namespace']}/{ref['name']}"
-
-    def pod_added(self, pod: dict) -> None:
-        owner = self._owner_key(pod)
-        if owner:
-            self.expectations.created(owner)
-            self.queue.add(owner)
-        elif controller_of(pod) is None:
-            for ds in self.daemonsets.list():          # an orphan one of them may adopt
-                if ds["metadata"]["namespace"] == pod["metadata"]["namespace"] and \
-                        selects(ds["spec"].get("selector"), pod["metadata"].get("labels")):
-                    self.enqueue(ds)
-
-    def pod_updated(self, old: dict, new: dict) -> None:
-        for owner in {self._owner_key(old), self._owner_key(new)} - {None}:
-            self.queue.add(owner)
-
-    def pod_deleted(self, pod: dict) -> None:
-        owner = self._owner_key(pod)
-        if owner:
-            self.expectations.deleted(owner, key_for(pod))
-            self.queue.add(owner)
 
     def node_changed(self, node: dict) -> None:
         for ds in self.daemonsets.list():

@@ -24,9 +24,9 @@ from typing import NamedTuple
 
 from common.client import NotFound
 from common.events import now as timestamp
-from controller import Controller, key_for, split_key
-from expectations import Expectations
+from controller import key_for, split_key
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
+from pod_owner import PodOwnerController
 from pods import is_active, is_ready, parse_time, pods_to_delete
 
 GROUP_VERSION = "batch/v1"
@@ -106,39 +106,14 @@ def selector_of(job: dict) -> dict:
 
 # ---------------------------------------------------------------- the controller
 
-class JobController(Controller):
+class JobController(PodOwnerController):
     name = "job"
+    owner_kind = "Job"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.expectations = Expectations()
         self.jobs = self.informers.get(GROUP_VERSION, "jobs")
-        self.pods = self.informers.get("v1", "pods")
-        self.jobs.add_handler(on_add=self.enqueue, on_update=lambda old, new: self.enqueue(new),
-                              on_delete=self.enqueue)
-        self.pods.add_handler(on_add=self.pod_added, on_update=self.pod_updated, on_delete=self.pod_deleted)
-
-    def _owner_key(self, pod: dict) -> str | None:
-        ref = controller_of(pod)
-        if ref is None or ref.get("kind") != "Job":
-            return None
-        return f"{pod['metadata']['namespace']}/{ref['name']}"
-
-    def pod_added(self, pod: dict) -> None:
-        owner = self._owner_key(pod)
-        if owner:
-            self.expectations.created(owner)
-            self.queue.add(owner)
-
-    def pod_updated(self, old: dict, new: dict) -> None:
-        for owner in {self._owner_key(old), self._owner_key(new)} - {None}:
-            self.queue.add(owner)
-
-    def pod_deleted(self, pod: dict) -> None:
-        owner = self._owner_key(pod)
-        if owner:
-            self.expectations.deleted(owner, key_for(pod))
-            self.queue.add(owner)
+        self.watch_owners_and_pods(self.jobs)          # pod events -> Job keys (pod_owner.py)
 
     # [START job-reconcile]
     def reconcile(self, key: str) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import copy
 import time
 
-from controller import Controller, key_for, split_key
-from expectations import Expectations
+from controller import key_for, split_key
+from pod_owner import PodOwnerController
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
 from pods import is_active, is_available, is_ready, pods_to_delete
 
@@ -28,55 +28,14 @@ GROUP_VERSION = "apps/v1"
 BURST_REPLICAS = 500
 
 
-class ReplicaSetController(Controller):
+class ReplicaSetController(PodOwnerController):
     name = "replicaset"
+    owner_kind = "ReplicaSet"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.expectations = Expectations()
         self.replicasets = self.informers.get(GROUP_VERSION, "replicasets")
-        self.pods = self.informers.get("v1", "pods")
-        self.replicasets.add_handler(on_add=self.enqueue, on_update=lambda old, new: self.enqueue(new),
-                                     on_delete=self.enqueue)
-        self.pods.add_handler(on_add=self.pod_added, on_update=self.pod_updated, on_delete=self.pod_deleted)
-
-    # ------------------------------------------------ pod events -> ReplicaSet keys
-
-    def _owner_key(self, pod: dict) -> str | None:
-        ref = controller_of(pod)
-        if ref is None or ref.get("kind") != "ReplicaSet":
-            return None
-        return f"{pod['metadata']['namespace']}/{ref['name']}"
-
-    def _matching_replicasets(self, pod: dict) -> list[dict]:
-        """ReplicaSets that might adopt this orphan."""
-        return [rs for rs in self.replicasets.list()
-                if rs["metadata"]["namespace"] == pod["metadata"]["namespace"]
-                and selects(rs["spec"].get("selector"), pod["metadata"].get("labels"))]
-
-    def pod_added(self, pod: dict) -> None:
-        owner = self._owner_key(pod)
-        if owner:
-            self.expectations.created(owner)
-            self.queue.add(owner)
-        elif controller_of(pod) is None:
-            for rs in self._matching_replicasets(pod):
-                self.enqueue(rs)
-
-    def pod_updated(self, old: dict, new: dict) -> None:
-        old_owner, new_owner = self._owner_key(old), self._owner_key(new)
-        for owner in {old_owner, new_owner} - {None}:
-            self.queue.add(owner)
-        if new_owner is None and controller_of(new) is None and \
-                old["metadata"].get("labels") != new["metadata"].get("labels"):
-            for rs in self._matching_replicasets(new):
-                self.enqueue(rs)
-
-    def pod_deleted(self, pod: dict) -> None:
-        owner = self._owner_key(pod)
-        if owner:
-            self.expectations.deleted(owner, key_for(pod))
-            self.queue.add(owner)
+        self.watch_owners_and_pods(self.replicasets)   # pod events -> ReplicaSet keys (pod_owner.py)
 
     # ------------------------------------------------ reconcile
 
