@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-01 demo-02 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 snippet clean
+.PHONY: help setup venv images demo demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -20,7 +20,7 @@ help: ## list the targets
 	@echo
 	@echo "All targets:"
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | \
-	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-14s %s\n", $$1, $$2}'
+	  awk 'BEGIN {FS = ":.*## "}; {printf "  %-16s %s\n", $$1, $$2}'
 
 setup: ## install what is missing (as root), start Docker, create .venv, build the images
 	@$(SETUP) machine venv images
@@ -31,7 +31,10 @@ venv: ## create or reuse ./.venv with the pinned dependencies
 images: ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
 	@$(SETUP) images
 
-demo: setup ## the cluster so far: an API server, two kubelets and the scheduler spread pods; kubectl get nodes,pods -o wide
+demo: setup ## the cluster so far: a Deployment rolls out and survives a node's death (API server, two kubelets, scheduler, controller manager)
+	$(PY) 04-controllers/demo.py
+
+demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods over two kubelets; a too-big pod stays Pending
 	$(PY) 03-scheduler/demo.py
 
 demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
@@ -77,6 +80,18 @@ lesson-03: venv images ## run chapter 03's README as a lesson, command by comman
 
 bench-03: venv ## chapter 03 benchmark: 3,000 pods onto 1,000 nodes, pods/s and cycle times vs the API server's own rates (ARGS="--nodes 100 --pods 300": quick)
 	$(PY) 03-scheduler/bench.py $(ARGS)
+
+test-04: venv ## chapter 04: every controller's decisions as tables, and end to end with a real API server and controller manager
+	$(PYTEST) tests/controllers
+
+lesson-04: venv images ## run chapter 04's README as a lesson, command by command
+	$(PYTEST) tests/lessons/test_lessons.py -k 04-controllers
+
+bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rolled, writes per replica, idle requests (ARGS="--replicas 30": quick)
+	$(PY) 04-controllers/bench.py $(ARGS)
+
+kubectl-versions: venv images ## every kubectl 1.27-1.33 on this machine against one cluster: the lessons' commands, as a table
+	$(PY) 02-apiserver/kubectl_versions.py
 
 apiserver: venv ## run the API server on 127.0.0.1:8080 with its data in /tmp/groundup-data (DATA=dir to change)
 	$(PY) 02-apiserver/apiserver.py --data-dir $(or $(DATA),/tmp/groundup-data)
