@@ -22,6 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 console = Console()
 
 
+# Where the server's own table of each kind the demos show lives (without kubectl).
+_TABLE_PATHS = {"nodes": "/api/v1/nodes", "pods": "/api/v1/namespaces/default/pods",
+                "deployments": "/apis/apps/v1/namespaces/default/deployments",
+                "replicasets": "/apis/apps/v1/namespaces/default/replicasets"}
+
+
 class Cluster:
     """An API server and kubelets as real processes; stop() ends them and
     removes what the kubelets ran, whatever happened."""
@@ -88,7 +94,7 @@ class Cluster:
             return
         # No kubectl here: ask the server for the same tables kubectl prints.
         for plural in what.split(","):
-            table = requests.get(f"{self.url}/api/v1/{'namespaces/default/' if plural == 'pods' else ''}{plural}",
+            table = requests.get(f"{self.url}{_TABLE_PATHS[plural]}",
                                  headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"},
                                  params={"includeObject": "None"}, timeout=5).json()
             rows = [[c["name"].upper() for c in table["columnDefinitions"]]]
