@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`
 
 VERSIONS = tuple(f"1.{minor}" for minor in range(27, 34))
 TIMEOUT = 60                    # seconds any one command may take
+NODE = "kubectl-matrix-node"    # the kubelet's name: no lesson or other test uses it
 
 # What the matrix cannot run yet, and why: named in the table, never silent.
 NOT_SERVED_YET = {
@@ -267,14 +268,14 @@ def main(argv=None) -> int:
     from local_cluster import Cluster
 
     results: dict[str, list[Outcome] | str] = {}
-    with Cluster(["node1"]) as cluster, tempfile.TemporaryDirectory(prefix="kubectl-matrix-") as tmp:
+    with Cluster([NODE]) as cluster, tempfile.TemporaryDirectory(prefix="kubectl-matrix-") as tmp:
         start_controller_manager(cluster)
         for version in args.versions.split(","):
             binary = find_binary(version)
             if binary is None:
                 results[version] = f"no kubectl.{version} or kubectl-{version} on this machine"
                 continue
-            results[version] = run_version(version, binary, cluster.url, Path(tmp), "node1")
+            results[version] = run_version(version, binary, cluster.url, Path(tmp), NODE)
             for outcome in results[version]:
                 if not outcome.passed:
                     print(f"kubectl {version} {outcome.step.name}: FAILED\n{outcome.output}", file=sys.stderr)

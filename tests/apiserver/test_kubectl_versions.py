@@ -13,11 +13,17 @@ import kubectl_versions
 from local_cluster import Cluster
 
 
+NODE = kubectl_versions.NODE
+
+
 @pytest.fixture(scope="module")
 def cluster(docker_client, kubectl):
-    with Cluster(["node1"]) as running:
-        kubectl_versions.start_controller_manager(running)
-        yield running
+    try:
+        with Cluster([NODE]) as running:
+            kubectl_versions.start_controller_manager(running)
+            yield running
+    except SystemExit as error:      # Cluster's way to say a process did not come up
+        pytest.fail(str(error))
 
 
 @pytest.mark.parametrize("version", kubectl_versions.VERSIONS)
@@ -25,6 +31,6 @@ def test_the_lessons_commands_work_with_kubectl(version, cluster, tmp_path):
     binary = kubectl_versions.find_binary(version)
     if binary is None:
         pytest.skip(f"no kubectl.{version} or kubectl-{version} on this machine")
-    outcomes = kubectl_versions.run_version(version, binary, cluster.url, tmp_path, "node1")
+    outcomes = kubectl_versions.run_version(version, binary, cluster.url, tmp_path, NODE)
     failed = [f"kubectl {o.step.name}: expected {o.step.expect!r} in\n{o.output}" for o in outcomes if not o.passed]
     assert not failed, f"kubectl {version}:\n" + "\n".join(failed)
