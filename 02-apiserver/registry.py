@@ -76,6 +76,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("batch", "v1", "Job", "jobs", True, (), ("status",), ALL),
     # Kubelets' heartbeats (kube-node-lease/<node>) and leader election.
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
+    Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces
     # Not stored: a question for the authorizer (`kubectl auth can-i`), see access_review.py.
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
              verbs=("create",)),

@@ -23,6 +23,7 @@ from typing import Callable
 from common import validation_apps as apps
 from common import validation_coordination as coordination
 from common import validation_core as core
+from common import validation_discovery as discovery
 from common.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.names import DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, _dns1123_label_format, \
     _dns1123_subdomain_format
@@ -87,6 +88,9 @@ KINDS: dict[tuple[str, str], KindRules] = {
                                 _status_of("Job")),
     ("coordination.k8s.io", "Lease"): KindRules("coordination.k8s.io/v1", True,
                                                 coordination.validate_lease),
+    ("discovery.k8s.io", "EndpointSlice"): KindRules("discovery.k8s.io/v1", True,
+                                                     discovery.validate_endpoint_slice,
+                                                     discovery.validate_endpoint_slice_update),
 }
 # [END kind-rules]
 
