@@ -70,10 +70,13 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
     Resource("", "v1", "Secret", "secrets", True, (), selectable_fields=("type",)),
     Resource("", "v1", "LimitRange", "limitranges", True, ("limits",)),
+    # The seed posts' replication controller: a ReplicaSet with a plain label map for a selector.
+    Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ("rc",), ("status", "scale"), ALL),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ("rs",), ("status", "scale"), ALL),
     Resource("apps", "v1", "Deployment", "deployments", True, ("deploy",), ("status", "scale"), ALL),
     Resource("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), ALL),
     Resource("batch", "v1", "Job", "jobs", True, (), ("status",), ALL),
+    Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",), ALL),
     # Kubelets' heartbeats (kube-node-lease/<node>) and leader election.
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces

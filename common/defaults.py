@@ -281,6 +281,25 @@ def _default_replica_set(rs: dict) -> None:
     _default_template(spec)
 
 
+def _default_replication_controller(rc: dict) -> None:
+    """An RC without a selector or labels takes its template's labels for
+    both, as Kubernetes' core/v1 defaulting does (a ReplicaSet must say)."""
+    spec = _object_at(rc, "spec")
+    if spec is None:
+        return
+    template = _object_at(spec, "template")
+    template_meta = _object_at(template, "metadata") if template is not None else None
+    template_labels = template_meta.get("labels") if template_meta is not None else None
+    if isinstance(template_labels, dict) and template_labels:
+        if not spec.get("selector"):
+            spec["selector"] = _copy(template_labels)
+        metadata = _object_at(rc, "metadata", create=True)
+        if metadata is not None and not metadata.get("labels"):
+            metadata["labels"] = _copy(template_labels)
+    _set_default(spec, "replicas", 1)
+    _default_template(spec)
+
+
 def _default_deployment(deployment: dict) -> None:
     spec = _object_at(deployment, "spec")
     if spec is None:
@@ -346,6 +365,24 @@ def _default_job(job: dict) -> None:
     _default_template(spec, default_restart_policy=False)
 
 
+def _default_cron_job(cron_job: dict) -> None:
+    spec = _object_at(cron_job, "spec")
+    if spec is None:
+        return
+    _set_default(spec, "concurrencyPolicy", "Allow")
+    if spec.get("suspend") is None:
+        spec["suspend"] = False
+    _set_default(spec, "successfulJobsHistoryLimit", 3)
+    _set_default(spec, "failedJobsHistoryLimit", 1)
+    # Kubernetes defaults the Job's fields when the Job is made, not in the
+    # template; only the pod template inside gets the Pod's defaults now
+    # (restartPolicy aside, as for a Job).
+    job_template = _object_at(spec, "jobTemplate")
+    job_spec = _object_at(job_template, "spec") if job_template is not None else None
+    if job_spec is not None:
+        _default_template(job_spec, default_restart_policy=False)
+
+
 _DEFAULTERS = {
     ("", "Pod"): _default_pod,
     ("", "Namespace"): _default_namespace,
@@ -353,10 +390,12 @@ _DEFAULTERS = {
     ("", "Service"): _default_service,
     ("", "Endpoints"): _default_endpoints,
     ("", "Secret"): _default_secret,
+    ("", "ReplicationController"): _default_replication_controller,
     ("apps", "ReplicaSet"): _default_replica_set,
     ("apps", "Deployment"): _default_deployment,
     ("apps", "DaemonSet"): _default_daemon_set,
     ("batch", "Job"): _default_job,
+    ("batch", "CronJob"): _default_cron_job,
 }
 
 

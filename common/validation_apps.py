@@ -1,4 +1,5 @@
-"""Validate the workload kinds: ReplicaSet, Deployment, DaemonSet (apps/v1), Job (batch/v1).
+"""Validate the workload kinds: ReplicaSet, Deployment, DaemonSet (apps/v1), Job and CronJob
+(batch/v1), and the ReplicationController (core/v1) the ReplicaSet grew out of.
 
 Each embeds a pod template, checked with the Pod's own rules at
 `spec.template.spec`, and a label selector that must pick the pods the
@@ -13,6 +14,7 @@ are checked. Each function takes the whole object and returns a list.
 
 from __future__ import annotations
 
+from common import cron
 from common.field_errors import FieldError, child, forbidden, invalid, not_supported, required
 from common.validation import _check_enum, _get_bool, _get_dict, validate_annotations, \
     validate_labels, validate_pod_spec
@@ -222,6 +224,79 @@ def validate_job(obj: dict) -> list[FieldError]:
     return errs
 
 
+# ------------------------------------------------- ReplicationController
+
+def validate_replication_controller(obj: dict) -> list[FieldError]:
+    """The ReplicaSet's ancestor: its selector is a plain label map (equality
+    only), and, unlike a ReplicaSet's, may change after creation."""
+    errs: list[FieldError] = []
+    spec = _spec(errs, obj)
+    nonnegative(errs, spec, ("replicas", "minReadySeconds"), "spec")
+    selector = spec.get("selector")
+    errs += validate_labels(selector, "spec.selector")
+    if not selector:            # defaulting copied the template's labels: still none
+        errs.append(required("spec.selector"))
+    template = spec.get("template")
+    if template is None:
+        errs.append(required("spec.template"))
+        return errs
+    template = _get_dict(errs, template, "spec.template") or {}
+    meta = _get_dict(errs, template.get("metadata"), "spec.template.metadata") or {}
+    labels = meta.get("labels")
+    errs += validate_labels(labels, "spec.template.labels")
+    errs += validate_annotations(meta.get("annotations"), "spec.template.annotations")
+    if isinstance(selector, dict) and selector and isinstance(labels, dict) \
+            and not selector.items() <= labels.items():
+        errs.append(invalid("spec.template.metadata.labels", go_string_map(labels),
+                            "selector does not match labels in spec.template"))
+    pod_spec = template.get("spec")
+    errs += validate_pod_spec({} if pod_spec is None else pod_spec, "spec.template.spec")
+    _pods_restart_always(errs, pod_spec if isinstance(pod_spec, dict) else {}, "ReplicationController")
+    return errs
+
+
+# ---------------------------------------------------------------- CronJob
+
+CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
+# A CronJob's Jobs are named <cronjob>-<minutes since epoch> (up to 11
+# characters more), and a Job's name must fit a 63-character label.
+CRON_JOB_NAME_MAX = 52
+
+
+def validate_cron_job(obj: dict) -> list[FieldError]:
+    errs: list[FieldError] = []
+    name = (obj.get("metadata") or {}).get("name") if isinstance(obj.get("metadata"), dict) else None
+    if isinstance(name, str) and len(name) > CRON_JOB_NAME_MAX:
+        errs.append(invalid("metadata.name", name, f"must be no more than {CRON_JOB_NAME_MAX} characters"))
+    spec = _spec(errs, obj)
+    schedule = spec.get("schedule")
+    if schedule is None or schedule == "":
+        errs.append(required("spec.schedule"))
+    elif not isinstance(schedule, str):
+        errs.append(invalid("spec.schedule", schedule, "must be a string"))
+    else:
+        try:
+            cron.parse(schedule)
+        except cron.ScheduleError as error:
+            errs.append(invalid("spec.schedule", schedule, str(error)))
+    zone = spec.get("timeZone")
+    if zone is not None and not cron.valid_time_zone(zone):
+        errs.append(invalid("spec.timeZone", zone, f"unknown time zone {zone}" if isinstance(zone, str)
+                            else "must be a string"))
+    _check_enum(errs, spec.get("concurrencyPolicy"), "spec.concurrencyPolicy", CONCURRENCY_POLICIES)
+    nonnegative(errs, spec, ("startingDeadlineSeconds", "successfulJobsHistoryLimit",
+                             "failedJobsHistoryLimit"), "spec")
+    _get_bool(errs, spec.get("suspend"), "spec.suspend")
+    job_template = _get_dict(errs, spec.get("jobTemplate"), "spec.jobTemplate")
+    if job_template is None:
+        errs.append(required("spec.jobTemplate"))
+    else:
+        # The template is a Job minus its name: the Job's own rules, one level down.
+        for error in validate_job({"spec": job_template.get("spec") or {}}):
+            errs.append(FieldError("spec.jobTemplate." + error.path, error.type, error.value, error.detail))
+    return errs
+
+
 # ---------------------------------------------------------------- updates
 
 def validate_selector_update(new: dict, old: dict) -> list[FieldError]:
@@ -256,6 +331,8 @@ def validate_job_update(new: dict, old: dict) -> list[FieldError]:
 # ----------------------------------------------------------------- status
 
 _STATUS_COUNTS = {
+    "ReplicationController": ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas",
+                              "observedGeneration"),
     "ReplicaSet": ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas",
                    "observedGeneration"),
     "Deployment": ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
