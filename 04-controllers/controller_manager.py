@@ -35,11 +35,12 @@ from job import JobController  # noqa: E402
 from namespace import NamespaceController  # noqa: E402
 from node_ipam import NodeIpamController  # noqa: E402
 from node_lifecycle import NodeLifecycleController  # noqa: E402
-from replicaset import ReplicaSetController  # noqa: E402
+from replicaset import ReplicaSetController, ReplicationControllerController  # noqa: E402
 
 # Kubernetes' names, in the order they start.
 CONTROLLERS = {
     "replicaset": ReplicaSetController,
+    "replicationcontroller": ReplicationControllerController,
     "deployment": DeploymentController,
     "endpoints": EndpointsController,
     "daemonset": DaemonSetController,

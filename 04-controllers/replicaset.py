@@ -31,10 +31,19 @@ BURST_REPLICAS = 500
 class ReplicaSetController(PodOwnerController):
     name = "replicaset"
     owner_kind = "ReplicaSet"
+    # The kind this controller keeps: the ReplicationController subclass
+    # below changes these four and nothing else (Kubernetes does the same:
+    # its replication controller is the ReplicaSet controller, reconfigured).
+    group_version, plural = GROUP_VERSION, "replicasets"
+
+    @staticmethod
+    def selector_of(rs: dict) -> dict | None:
+        """The owner's selector as a LabelSelector (matchLabels, matchExpressions)."""
+        return rs["spec"].get("selector")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.replicasets = self.informers.get(GROUP_VERSION, "replicasets")
+        self.replicasets = self.informers.get(self.group_version, self.plural)
         self.watch_owners_and_pods(self.replicasets)   # pod events -> ReplicaSet keys (pod_owner.py)
 
     # ------------------------------------------------ reconcile
@@ -63,7 +72,7 @@ class ReplicaSetController(PodOwnerController):
         for pod in self.pods.list():
             if pod["metadata"]["namespace"] != namespace:
                 continue
-            matches = selects(rs["spec"].get("selector"), pod["metadata"].get("labels"))
+            matches = selects(self.selector_of(rs), pod["metadata"].get("labels"))
             if is_controlled_by(pod, rs):
                 if matches:
                     owned.append(pod)
@@ -130,9 +139,27 @@ class ReplicaSetController(PodOwnerController):
         }
         old = {k: (rs.get("status") or {}).get(k, 0) for k in status}
         if old != status:
-            self.client.update_status(GROUP_VERSION, "replicasets", {**rs, "status": {**(rs.get("status") or {}),
-                                                                                      **status}})
+            self.client.update_status(self.group_version, self.plural,
+                                      {**rs, "status": {**(rs.get("status") or {}), **status}})
         unavailable = [p for p in active if is_ready(p) and not is_available(p, min_ready, now)]
         if unavailable:
             # Nothing will tell us when minReadySeconds has passed: look again then.
             self.queue.add_after(key_for(rs), min_ready)
+
+
+class ReplicationControllerController(ReplicaSetController):
+    """The seed posts' replication controller (core/v1): a ReplicaSet whose
+    selector is a plain label map, `{app: web}`, matched by equality only."""
+    name = "replicationcontroller"
+    owner_kind = "ReplicationController"
+    group_version, plural = "v1", "replicationcontrollers"
+
+    @staticmethod
+    def selector_of(rc: dict) -> dict | None:
+        return {"matchLabels": rc["spec"]["selector"]} if rc["spec"].get("selector") else None
+
+    def adopters(self, pod: dict) -> list[dict]:
+        # pod_owner.py reads spec.selector as a LabelSelector; ours is a map.
+        return [rc for rc in self.owners.list()
+                if rc["metadata"]["namespace"] == pod["metadata"]["namespace"]
+                and selects(self.selector_of(rc), pod["metadata"].get("labels"))]

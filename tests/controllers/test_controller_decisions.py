@@ -75,10 +75,10 @@ def test_expectations_hold_reconcile_until_the_creates_are_seen():
 
 
 @pytest.mark.parametrize("spec, names", [
-    ("*", ["replicaset", "deployment", "endpoints", "daemonset", "job", "nodelifecycle", "nodeipam",
-           "garbagecollector", "namespace"]),
-    ("*,-replicaset", ["deployment", "endpoints", "daemonset", "job", "nodelifecycle", "nodeipam",
-                       "garbagecollector", "namespace"]),
+    ("*", ["replicaset", "replicationcontroller", "deployment", "endpoints", "daemonset", "job",
+           "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
+    ("*,-replicaset", ["replicationcontroller", "deployment", "endpoints", "daemonset", "job",
+                       "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
     ("replicaset", ["replicaset"]),
 ])
 def test_choosing_controllers(spec, names):
