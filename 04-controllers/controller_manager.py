@@ -30,6 +30,7 @@ from controller import Informers  # noqa: E402
 from daemonset import DaemonSetController  # noqa: E402
 from deployment import DeploymentController  # noqa: E402
 from endpoints import EndpointsController  # noqa: E402
+from endpointslice import MAX_ENDPOINTS_PER_SLICE, EndpointSliceController  # noqa: E402
 from garbage_collector import GarbageCollector  # noqa: E402
 from job import JobController  # noqa: E402
 from namespace import NamespaceController  # noqa: E402
@@ -43,6 +44,7 @@ CONTROLLERS = {
     "replicationcontroller": ReplicationControllerController,
     "deployment": DeploymentController,
     "endpoints": EndpointsController,
+    "endpointslice": EndpointSliceController,
     "daemonset": DaemonSetController,
     "job": JobController,
     "nodelifecycle": NodeLifecycleController,
@@ -81,6 +83,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="how long a pod that says nothing stays on a not-ready or unreachable node (default 300)")
     parser.add_argument("--cluster-cidr", default="10.244.0.0/16", help="the pod network, cut into node ranges")
     parser.add_argument("--node-cidr-mask-size", type=int, default=24, help="prefix length of each node's range")
+    parser.add_argument("--max-endpoints-per-slice", type=int, default=MAX_ENDPOINTS_PER_SLICE,
+                        help=f"endpoints in one EndpointSlice at most (default {MAX_ENDPOINTS_PER_SLICE})")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
     leader_election.add_flags(parser, "kube-controller-manager")
@@ -93,7 +97,8 @@ def settings(args: argparse.Namespace) -> dict[str, dict]:
     return {"nodelifecycle": {"monitor_period": args.node_monitor_period,
                               "grace_period": args.node_monitor_grace_period,
                               "default_toleration_seconds": args.default_toleration_seconds},
-            "nodeipam": {"cluster_cidr": args.cluster_cidr, "node_cidr_mask_size": args.node_cidr_mask_size}}
+            "nodeipam": {"cluster_cidr": args.cluster_cidr, "node_cidr_mask_size": args.node_cidr_mask_size},
+            "endpointslice": {"max_endpoints_per_slice": args.max_endpoints_per_slice}}
 
 
 def start_controllers(controllers: list, log) -> None:

@@ -75,9 +75,9 @@ def test_expectations_hold_reconcile_until_the_creates_are_seen():
 
 
 @pytest.mark.parametrize("spec, names", [
-    ("*", ["replicaset", "replicationcontroller", "deployment", "endpoints", "daemonset", "job",
+    ("*", ["replicaset", "replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
            "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
-    ("*,-replicaset", ["replicationcontroller", "deployment", "endpoints", "daemonset", "job",
+    ("*,-replicaset", ["replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
                        "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
     ("replicaset", ["replicaset"]),
 ])
