@@ -27,6 +27,7 @@ from common.client import APIClient  # noqa: E402
 from common.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from controller import Informers  # noqa: E402
+from cronjob import CronJobController  # noqa: E402
 from daemonset import DaemonSetController  # noqa: E402
 from deployment import DeploymentController  # noqa: E402
 from endpoints import EndpointsController  # noqa: E402
@@ -47,6 +48,7 @@ CONTROLLERS = {
     "endpointslice": EndpointSliceController,
     "daemonset": DaemonSetController,
     "job": JobController,
+    "cronjob": CronJobController,
     "nodelifecycle": NodeLifecycleController,
     "nodeipam": NodeIpamController,
     "garbagecollector": GarbageCollector,

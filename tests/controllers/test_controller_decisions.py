@@ -76,9 +76,9 @@ def test_expectations_hold_reconcile_until_the_creates_are_seen():
 
 @pytest.mark.parametrize("spec, names", [
     ("*", ["replicaset", "replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
-           "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
+           "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
     ("*,-replicaset", ["replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
-                       "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
+                       "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
     ("replicaset", ["replicaset"]),
 ])
 def test_choosing_controllers(spec, names):
