@@ -17,6 +17,7 @@ import access_review
 import admission
 import api_errors
 import authentication
+import custom_resources
 import discovery
 import gauntlet
 import metrics
@@ -80,6 +81,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.extensions["apiserver"] = server
     admission.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)
+    custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
 
     app.register_blueprint(discovery.bp)
     app.register_blueprint(openapi.bp)

@@ -193,19 +193,3 @@ def _resource_list(group: str, version: str):
             resources.append(sub)
     return respond({"kind": "APIResourceList", "apiVersion": "v1",
                     "groupVersion": f"{group}/{version}" if group else version, "resources": resources})
-
-
-# [START no-custom-resources]
-@bp.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
-def custom_resource_definitions():
-    """An empty list: this server defines no custom resources.
-
-    When a manifest's kind is in no OpenAPI document (a CronJob, a
-    StatefulSet: kinds of a group we serve that we do not), kubectl asks
-    whether it is a custom resource before it validates. A 404 here would
-    stop it with "failed to check CRD"; the truthful empty list lets it go on
-    to the error that names the kind: `no matches for kind "CronJob" in
-    version "batch/v1"`."""
-    return respond({"kind": "CustomResourceDefinitionList", "apiVersion": "apiextensions.k8s.io/v1",
-                    "metadata": {"resourceVersion": "0"}, "items": []})
-# [END no-custom-resources]

@@ -28,6 +28,7 @@ from email.utils import format_datetime
 from flask import Blueprint, Response, request
 
 import api_errors
+import custom_resources
 import registry
 import schemas
 
@@ -92,8 +93,8 @@ def _is_int_or_string(schema: dict) -> bool:
     return alternatives == {"integer", "string"}
 
 
-def _component(name: str, refs: set[str]) -> dict:
-    converted = _convert(schemas.definitions()[name], refs)
+def _component(name: str, refs: set[str], custom: dict[str, dict]) -> dict:
+    converted = _convert(custom.get(name) or schemas.definitions()[name], refs)
     if "x-kubernetes-group-version-kind" in converted:
         # kubernetes-validate pins apiVersion and kind with a one-value
         # enum; Kubernetes does not publish those, and explain would print them.
@@ -105,13 +106,14 @@ def _component(name: str, refs: set[str]) -> dict:
 def _components(roots: set[str]) -> dict[str, dict]:
     """The named definitions and every definition they reach."""
     out: dict[str, dict] = {}
+    custom = custom_resources.definitions()
     pending = set(roots)
     while pending:
         name = pending.pop()
         if name in out:
             continue
         refs: set[str] = set()
-        out[name] = _component(name, refs)
+        out[name] = _component(name, refs, custom)
         pending |= refs - out.keys()
     return dict(sorted(out.items()))
 
@@ -206,8 +208,7 @@ def _resource_paths(r: registry.Resource) -> dict[str, dict]:
     gv = _group_token(r.group, r.version)
     scope = "Namespaced" if r.namespaced else ""
     gvk = {"group": r.group, "kind": r.kind, "version": r.version}
-    kind_def = schemas.definition_name(r.group, r.version, r.kind)
-    list_def = schemas.definition_name(r.group, r.version, r.list_kind)
+    kind_def, list_def = _definition_name(r, r.kind), _definition_name(r, r.list_kind)
     one = _content(_ref_to(kind_def))
     status = _content(_ref_to(_META + "Status"))
     verbs = set(r.verbs)
@@ -244,7 +245,7 @@ def _resource_paths(r: registry.Resource) -> dict[str, dict]:
                                  codes=("200", "201"))
     if "patch" in verbs:
         item["patch"] = _patch_operation(f"patch{gv}{scope}{r.kind}",
-                                         f"partially update the specified {r.kind}", gvk, one)
+                                         f"partially update the specified {r.kind}", gvk, one, _patch_types(r))
     if "delete" in verbs:
         item["delete"] = _operation("delete", f"delete{gv}{scope}{r.kind}",
                                     f"delete a {r.kind}", gvk, one,
@@ -266,9 +267,24 @@ def _resource_paths(r: registry.Resource) -> dict[str, dict]:
     return paths
 
 
-def _patch_operation(operation_id: str, description: str, gvk: dict, reply: dict) -> dict:
+def _definition_name(r: registry.Resource, kind: str) -> str | None:
+    if isinstance(r, custom_resources.CustomResource):
+        return custom_resources.definition_name(r, kind)
+    return schemas.definition_name(r.group, r.version, kind)
+
+
+def _patch_types(r: registry.Resource) -> tuple[str, ...]:
+    """kubectl apply sends a strategic merge patch only where the PATCH
+    operation lists it, so a custom kind (which takes none) must not."""
+    if isinstance(r, custom_resources.CustomResource):
+        return tuple(t for t in _PATCH_TYPES if t != "application/strategic-merge-patch+json")
+    return _PATCH_TYPES
+
+
+def _patch_operation(operation_id: str, description: str, gvk: dict, reply: dict,
+                     types: tuple[str, ...] = _PATCH_TYPES) -> dict:
     return _operation("patch", operation_id, description, gvk, reply,
-                      body=_content(_ref_to(_META + "Patch"), _PATCH_TYPES),
+                      body=_content(_ref_to(_META + "Patch"), types),
                       params=_PATCH_PARAMS, codes=("200", "201"))
 
 
@@ -281,7 +297,8 @@ def _subresource_operations(sub: str, op_name: str, r: registry.Resource,
                               gvk, one, body=_content(one["content"]["application/json"]["schema"]),
                               params=_WRITE_PARAMS, codes=("200", "201")),
             "patch": _patch_operation(f"patch{op_name}",
-                                      f"partially update status of the specified {r.kind}", gvk, one),
+                                      f"partially update status of the specified {r.kind}", gvk, one,
+                                      _patch_types(r)),
         }
     if sub == "scale":
         scale_gvk = {"group": "autoscaling", "kind": "Scale", "version": "v1"}
@@ -354,11 +371,16 @@ def _collect_refs(value, into: set[str]) -> None:
             _collect_refs(sub, into)
 
 
-@functools.lru_cache(maxsize=None)
 def document_bytes(group: str, version: str) -> tuple[bytes, str] | None:
     """(serialized document, its hash), built on first use and kept: the
-    documents change only when the code does. The hash is Kubernetes' ETag:
+    documents change only when the code does, or the custom resources
+    served (registry.custom_generation). The hash is Kubernetes' ETag:
     SHA-512 of the bytes, in upper-case hex."""
+    return _document_bytes(group, version, registry.custom_generation())
+
+
+@functools.lru_cache(maxsize=128)
+def _document_bytes(group: str, version: str, custom_generation: int) -> tuple[bytes, str] | None:
     doc = build_document(group, version)
     if doc is None:
         return None
@@ -366,8 +388,12 @@ def document_bytes(group: str, version: str) -> tuple[bytes, str] | None:
     return data, hashlib.sha512(data).hexdigest().upper()
 
 
-@functools.lru_cache(maxsize=1)
 def index_bytes() -> bytes:
+    return _index_bytes(registry.custom_generation())
+
+
+@functools.lru_cache(maxsize=2)
+def _index_bytes(custom_generation: int) -> bytes:
     paths = {}
     for group, versions in registry.group_versions().items():
         for version in versions:

@@ -99,9 +99,13 @@ def _path_item(item: dict) -> dict:
     return out
 
 
-@functools.lru_cache(maxsize=1)
 def document() -> dict:
     """Every served group-version's paths and definitions in one document."""
+    return _document(registry.custom_generation())
+
+
+@functools.lru_cache(maxsize=2)
+def _document(custom_generation: int) -> dict:   # rebuilt when the custom resources change
     paths, definitions = {}, {}
     for group, versions in registry.group_versions().items():
         for version in versions:
@@ -112,9 +116,13 @@ def document() -> dict:
             "paths": dict(sorted(paths.items())), "definitions": dict(sorted(definitions.items()))}
 
 
-@functools.lru_cache(maxsize=None)
 def encoded(media_type: str) -> tuple[bytes, str]:
     """(the document's bytes in this media type, their ETag)."""
+    return _encoded(media_type, registry.custom_generation())
+
+
+@functools.lru_cache(maxsize=4)
+def _encoded(media_type: str, custom_generation: int) -> tuple[bytes, str]:
     data = (gnostic.encode(document()) if media_type == gnostic.MEDIA_TYPE
             else json.dumps(document(), separators=(",", ":")).encode())
     return data, hashlib.sha512(data).hexdigest().upper()

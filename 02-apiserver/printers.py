@@ -17,6 +17,7 @@ the table takes its resourceVersion from the object, as for a single GET.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
@@ -115,7 +116,43 @@ def _aware(now: datetime) -> datetime:
 
 def printer_for(resource) -> Printer:
     """The printer for a registry.Resource; NAME and AGE for kinds without one."""
+    if getattr(resource, "printer_columns", ()):     # a custom kind's additionalPrinterColumns
+        return custom_printer(resource.printer_columns)
     return PRINTERS.get((resource.group, resource.kind), DEFAULT)
+
+
+# [START printer-columns]
+def custom_printer(columns: tuple[dict, ...]) -> Printer:
+    """NAME, then the columns a CustomResourceDefinition lists, each a
+    JSONPath into the object: {name: Replicas, type: integer, jsonPath: .spec.replicas}.
+    As in Kubernetes, a "date" column prints as an age, like AGE."""
+    def cells(obj: dict, now: datetime) -> list:
+        values = [json_path(obj, column["jsonPath"]) for column in columns]
+        return [name_of(obj)] + [since(value, now) if column["type"] == "date" and value is not None
+                                 else value for column, value in zip(columns, values)]
+    return Printer((NAME,) + tuple(Column(c["name"], c.get("description", ""), c["type"],
+                                          c.get("priority", 0), c.get("format", "")) for c in columns), cells)
+# [END printer-columns]
+
+
+_STEP = re.compile(r'\.([^.\[]+)|\[(\d+)\]|\[\?\(@\.([\w.]+)==["\']([^"\']*)["\']\)\]')
+
+
+def json_path(obj, path: str):
+    """The value at a simple JSONPath (.status.url, .spec.ports[0].port,
+    .status.conditions[?(@.type=="Ready")].status), or None."""
+    value = obj
+    for field_name, position, key, wanted in _STEP.findall(path.strip().strip("{}")):
+        if field_name:
+            value = value.get(field_name) if isinstance(value, dict) else None
+        elif position:
+            value = value[int(position)] if isinstance(value, list) and int(position) < len(value) else None
+        else:
+            value = next((item for item in value if isinstance(item, dict)
+                          and str(dig(item, *key.split("."))) == wanted), None) if isinstance(value, list) else None
+        if value is None:
+            return None
+    return value
 
 
 def name_of(obj: dict) -> str:
@@ -444,3 +481,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
 # For a kind with no printer of its own (a later chapter's, say): what
 # kubectl shows for a custom resource without printer columns.
 DEFAULT = Printer((NAME, AGE), default_cells)
+
+# As Kubernetes prints definitions: the creation time itself, not an age.
+PRINTERS[("apiextensions.k8s.io", "CustomResourceDefinition")] = Printer((
+    NAME, Column("Created At", "When the definition was created (metadata.creationTimestamp).", "date"),
+), lambda obj, now: [name_of(obj), dig(obj, "metadata", "creationTimestamp")])

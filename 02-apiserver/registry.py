@@ -80,6 +80,8 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",), ALL),
     # Kubelets' heartbeats (kube-node-lease/<node>) and leader election.
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
+    Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
+             ("crd", "crds"), ("status",), ("api-extensions",)),    # your own kinds: custom_resources.py
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces
     # Not stored: a question for the authorizer (`kubectl auth can-i`), see access_review.py.
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
@@ -94,20 +96,47 @@ RESOURCES: tuple[Resource, ...] = (
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES}
 
+# Kinds defined at run time by CustomResourceDefinitions: custom_resources.py
+# replaces this tuple whenever a definition is established or goes. The
+# static table above never changes; every lookup below sees both.
+_custom: tuple[Resource, ...] = ()
+_custom_by_path: dict[tuple[str, str, str], Resource] = {}
+_custom_generation = 0       # counts replacements, for caches built from the served kinds
+
+
+def serve_custom(resources) -> None:
+    """Serve exactly these custom resources from now on (one assignment, so a
+    request in flight sees the old table or the new one, never half of each)."""
+    global _custom, _custom_by_path, _custom_generation
+    resources = tuple(resources)
+    _custom_by_path = {(r.group, r.version, r.plural): r for r in resources}
+    _custom = resources
+    _custom_generation += 1
+
+
+def custom_generation() -> int:
+    return _custom_generation
+
+
+def served() -> tuple[Resource, ...]:
+    """Every kind served right now: the static table, then the custom kinds."""
+    return RESOURCES + _custom
+
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:
     """The resource a URL names, e.g. ("apps", "v1", "deployments")."""
-    return _BY_PATH.get((group, version, plural))
+    key = (group, version, plural)
+    return _BY_PATH.get(key) or _custom_by_path.get(key)
 
 
 def for_kind(group: str, kind: str) -> Resource | None:
-    return _BY_KIND.get((group, kind))
+    return _BY_KIND.get((group, kind)) or next((r for r in _custom if (r.group, r.kind) == (group, kind)), None)
 
 
 def group_versions() -> dict[str, list[str]]:
-    """{"": ["v1"], "apps": ["v1"], ...} in the order of RESOURCES."""
+    """{"": ["v1"], "apps": ["v1"], ...} in the order of RESOURCES, custom groups last."""
     out: dict[str, list[str]] = {}
-    for r in RESOURCES:
+    for r in served():
         versions = out.setdefault(r.group, [])
         if r.version not in versions:
             versions.append(r.version)
@@ -115,4 +144,4 @@ def group_versions() -> dict[str, list[str]]:
 
 
 def in_group_version(group: str, version: str) -> list[Resource]:
-    return [r for r in RESOURCES if r.group == group and r.version == version]
+    return [r for r in served() if r.group == group and r.version == version]

@@ -19,6 +19,7 @@ from flask import Blueprint, Response, current_app, g, request
 
 import admission
 import api_errors
+import custom_resources
 import decode
 import gauntlet
 import objects
@@ -158,8 +159,10 @@ def watch_objects(info):
 def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresource: str = "") -> None:
     """Admission plugins, then the kind's validation: 422 with every field error."""
     admission.admit(server(), obj, old, info, operation)
-    validate = validate_status_update if subresource == "status" else validate_object
-    errors = validate(info.resource.group, info.resource.kind, obj, old, namespaced=info.resource.namespaced)
+    errors = custom_resources.validate(info.resource, obj, old, subresource)   # None: a built-in kind
+    if errors is None:
+        validate = validate_status_update if subresource == "status" else validate_object
+        errors = validate(info.resource.group, info.resource.kind, obj, old, namespaced=info.resource.namespaced)
     if errors:
         raise api_errors.invalid(info.resource, info.resource.kind, obj["metadata"].get("name", ""), errors)
 
@@ -186,6 +189,13 @@ def _check_write_options(options_kind: str) -> None:
         error = api_errors.invalid("", f"{options_kind}.meta.k8s.io", "", errors)
         error.details.update(group="meta.k8s.io", kind=options_kind)
         raise error
+
+
+def _field_validation(obj: dict, body: bytes, resource) -> list[str]:
+    """Unknown and duplicate fields per ?fieldValidation=: the published
+    schema of a built-in kind, the openAPIV3Schema of a custom one."""
+    mode = request.args.get("fieldValidation")
+    return decode.apply_field_validation(obj, body, resource, mode) + custom_resources.prune(obj, resource, mode)
 
 
 def _dry_run() -> bool:
@@ -217,10 +227,10 @@ def create(info):
 
 def _store_create(info, obj: dict, body: bytes):
     """Every create, from a POST or a first server-side apply, ends here."""
-    warnings = decode.apply_field_validation(obj, body, info.resource, request.args.get("fieldValidation"))
+    warnings = _field_validation(obj, body, info.resource)
     _set_namespace(obj, info)
     objects.prepare_for_create(obj, info.resource)
-    obj = apply_defaults(info.resource.group, info.resource.kind, obj)
+    obj = custom_resources.apply_defaults(info.resource, apply_defaults(info.resource.group, info.resource.kind, obj))
     _admit_validate(obj, None, info, "CREATE")
     objects.finish_create(obj, info.resource)
     g.created = obj["metadata"].get("name")           # the audit line names what was made
@@ -233,7 +243,7 @@ def update(info):
     _check_write_options("UpdateOptions")
     body = request.get_data()
     sent = decode.decode_object(body, request.content_type, info.resource)
-    warnings = decode.apply_field_validation(sent, body, info.resource, request.args.get("fieldValidation"))
+    warnings = _field_validation(sent, body, info.resource)
     if sent["metadata"].get("name", info.name) != info.name:
         raise api_errors.bad_request(f"the name of the object ({sent['metadata']['name']}) does not match "
                                      f"the name on the URL ({info.name})")
@@ -253,6 +263,7 @@ def patch(info):
     _check_write_options("PatchOptions")
     body = request.get_data()
     content_type = decode.media_type(request.content_type)
+    custom_resources.check_patch_type(info.resource, content_type)
     manager = request.args.get("fieldManager", "")
     force = request.args.get("force") in ("true", "1")
     if content_type == "application/apply-patch+yaml" and info.subresource:
@@ -273,8 +284,7 @@ def patch(info):
         if new["metadata"].get("name") != info.name:
             raise api_errors.bad_request("a patch may not change metadata.name")
         _check_uid_unchanged(new, current, info)
-        warnings.extend(decode.apply_field_validation(new, body, info.resource,
-                                                      request.args.get("fieldValidation")))
+        warnings.extend(_field_validation(new, body, info.resource))
         return new
     return _store_update(info, patched, warnings)
 
@@ -317,7 +327,8 @@ def update_object(info, change, subresource: str = "") -> dict:
         old = copy.deepcopy(current)
         # Defaults first, as Kubernetes applies them when it decodes: a PUT
         # that leaves out a defaulted field has not changed the spec.
-        new = apply_defaults(info.resource.group, info.resource.kind, change(current))
+        new = custom_resources.apply_defaults(
+            info.resource, apply_defaults(info.resource.group, info.resource.kind, change(current)))
         new = objects.prepare_for_update(new, old, info.resource, subresource)
         _admit_validate(new, old, info, "UPDATE", subresource)
         if dry_run:

@@ -196,7 +196,10 @@ def test_a_kind_without_a_table_is_its_own_error():
 def test_every_served_kind_has_a_table():
     """A kind added to registry.py needs `protobuf_gen.py` run again."""
     kinds = protobuf.table().kinds
-    missing = [f"{r.api_version}/{r.kind}" for r in registry.RESOURCES if f"{r.api_version}/{r.kind}" not in kinds]
+    # CustomResourceDefinitions excepted: their Go types live in k8s.io/apiextensions-apiserver,
+    # which protobuf_gen.py does not read, and kubectl sends them as JSON.
+    missing = [f"{r.api_version}/{r.kind}" for r in registry.RESOURCES
+               if f"{r.api_version}/{r.kind}" not in kinds and r.group != "apiextensions.k8s.io"]
     assert not missing, f"no protobuf table for {missing}: run 02-apiserver/protobuf_gen.py (see its docstring)"
 
 
