@@ -12,7 +12,7 @@ import threading
 import pytest
 import yaml
 
-from apiserver_harness import unique
+from apiserver_harness import APIServer, Client, unique
 from polling import wait_for
 from test_kubectl import Kubectl
 
@@ -214,3 +214,25 @@ def test_watch_and_deleting_the_definition_deletes_its_objects(api, crd, namespa
     assert api.post(CRDS, website_crd(group)).status_code == 201
     wait_for(lambda: _established(api, name), timeout=10, what=f"{name} to be Established again")
     assert api.get(path).json()["items"] == []
+
+
+def test_a_restarted_server_serves_the_stored_definitions(tmp_path):
+    # The definitions are objects in the store like any other: a new process
+    # reads them back and serves their kinds again, objects and all.
+    server = APIServer(tmp_path / "data").start()
+    try:
+        api = Client(server.url)
+        group = f"{unique('g')}.groundup.dev"
+        body = website_crd(group)
+        assert api.post(CRDS, body).status_code == 201
+        wait_for(lambda: _established(api, body["metadata"]["name"]), timeout=10, what="Established")
+        path = f"/apis/{group}/v1/namespaces/default/websites"
+        assert api.post(path, _website("kept")).status_code == 201
+        server.stop()
+        server.start()
+        wait_for(lambda: api.get(f"{path}/kept").status_code == 200, timeout=10,
+                 what="the custom object served again after the restart")
+        assert api.get(f"{path}/kept").json()["spec"] == {"message": "hello", "replicas": 1}
+        assert "websites" in [r["name"] for r in api.get(f"/apis/{group}/v1").json()["resources"]]
+    finally:
+        server.stop()
