@@ -296,6 +296,21 @@ def endpoints_cells(endpoints: dict, now: datetime) -> list:
     return [name_of(endpoints), text, age(endpoints, now)]
 
 
+def endpointslice_cells(slice_: dict, now: datetime) -> list:
+    """As Kubernetes prints a slice: its ports and the first 3 addresses."""
+    ports = [str(p["port"]) if isinstance(p.get("port"), int) else "<unset>" for p in dicts(slice_.get("ports"))]
+    addresses = [as_str(a) for e in dicts(slice_.get("endpoints")) for a in e.get("addresses") or []]
+    return [name_of(slice_), as_str(slice_.get("addressType")), _first_few(ports), _first_few(addresses),
+            age(slice_, now)]
+
+
+def _first_few(items: list[str]) -> str:
+    if not items:
+        return "<unset>"
+    text = ",".join(items[:MAX_ENDPOINTS])
+    return text + (f" + {len(items) - MAX_ENDPOINTS} more..." if len(items) > MAX_ENDPOINTS else "")
+
+
 def configmap_cells(cm: dict, now: datetime) -> list:
     keys = len(as_dict(cm.get("data"))) + len(as_dict(cm.get("binaryData")))
     return [name_of(cm), keys, age(cm, now)]
@@ -424,6 +439,10 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ), service_cells),
     ("", "Endpoints"): Printer((NAME, Column("Endpoints", "Ready addresses and ports behind the service."),
                                 AGE), endpoints_cells),
+    ("discovery.k8s.io", "EndpointSlice"): Printer((
+        NAME, Column("AddressType", "The type of every address in the slice: IPv4, IPv6 or FQDN."),
+        Column("Ports", "The port numbers every endpoint in the slice serves."),
+        Column("Endpoints", "Addresses in the slice, ready or not."), AGE), endpointslice_cells),
     ("", "Event"): Printer((
         Column("Last Seen", "Time since the event last happened."),
         Column("Type", "Normal or Warning."),

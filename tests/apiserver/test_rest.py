@@ -267,17 +267,15 @@ def test_discovery_and_version(api):
     assert (version["major"], version["minor"]) == ("1", "32")
     assert api.get("/api").json()["versions"] == ["v1"]
     groups = {g["name"] for g in api.get("/apis").json()["groups"]}
-    assert groups == {"apps", "batch", "coordination.k8s.io", "authorization.k8s.io", "authentication.k8s.io",
-                      "apiextensions.k8s.io"}
+    assert groups == {"apps", "batch", "coordination.k8s.io", "discovery.k8s.io", "authorization.k8s.io",
+                      "authentication.k8s.io", "apiextensions.k8s.io"}
     resources = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
     assert resources["pods"]["shortNames"] == ["po"] and resources["pods"]["namespaced"] is True
     assert "pods/status" in resources and "pods/log" in resources
     assert api.get("/apis/apps/v1").json()["groupVersion"] == "apps/v1"
     aggregated = api.get("/apis", headers={"Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
     assert aggregated.headers["Content-Type"] == "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
-    assert {g["metadata"]["name"] for g in aggregated.json()["items"]} == {"apps", "batch", "coordination.k8s.io",
-                                                                      "authorization.k8s.io", "authentication.k8s.io",
-                                                                      "apiextensions.k8s.io"}
+    assert {g["metadata"]["name"] for g in aggregated.json()["items"]} == groups
     for health in ("/healthz", "/readyz", "/livez"):
         assert api.get(health).text == "ok"
 

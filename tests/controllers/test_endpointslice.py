@@ -3,6 +3,9 @@ EndpointSlice's validation, then a real API server and controller manager
 keeping a Service's slices."""
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from common.validate import validate_object
@@ -293,3 +296,29 @@ def test_250_pods_make_3_slices_of_at_most_100(api, apiserver, tmp_path):
     finally:
         manager.stop()
     assert "Traceback" not in manager.log()
+
+
+def test_kubectl_shows_the_slices_and_describe_service_their_addresses(api, apiserver, kubectl, tmp_path):
+    ns = namespace(api)
+    make_service(api, ns)
+    make_pods(api, ns, 2, ready=lambda i: i == 0)
+    # No endpoints controller: what kubectl shows can only come from the slices.
+    manager = ControllerManager(apiserver.url, tmp_path, "--controllers", "endpointslice").start()
+    try:
+        wait_for(lambda: len(by_pod(slices_of(api, ns))) == 2, timeout=20, what="2 endpoints in the Service's slice")
+    finally:
+        manager.stop()
+    assert api.get(f"/api/v1/namespaces/{ns}/endpoints/web").status_code == 404
+
+    def run(*args: str) -> str:
+        result = subprocess.run([kubectl, "--server", apiserver.url, "-n", ns, *args], capture_output=True,
+                                text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path)})
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    header, row = run("get", "endpointslices").splitlines()
+    assert header.split() == ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    assert row.split()[1:4] == ["IPv4", "8080", "10.244.0.2,10.244.0.3"]
+    # kubectl 1.32 reads a Service's endpoints from its slices (the ready ones only).
+    described = dict(line.split(":", 1) for line in run("describe", "service", "web").splitlines() if ":" in line)
+    assert described["Endpoints"].strip() == "10.244.0.2:8080"
