@@ -28,7 +28,7 @@ from controller import Controller, split_key
 from job import finished
 from ownership import controller_of, is_controlled_by, owner_reference
 
-JOBS_GROUP_VERSION = GROUP_VERSION = "batch/v1"
+GROUP_VERSION = "batch/v1"          # CronJobs and the Jobs they make
 SCHEDULED_TIMESTAMP = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 # More missed runs than this and something is wrong (a clock jump, a long
 # outage): Kubernetes says so in an event rather than counting on.
@@ -97,7 +97,7 @@ class CronJobController(Controller):
         super().__init__(*args, **kwargs)
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.cronjobs = self.informers.get(GROUP_VERSION, "cronjobs")
-        self.jobs = self.informers.get(JOBS_GROUP_VERSION, "jobs")
+        self.jobs = self.informers.get(GROUP_VERSION, "jobs")
         self.cronjobs.add_handler(on_add=self.enqueue, on_update=lambda old, new: self.enqueue(new))
         # A Job of ours that starts, finishes or goes: its CronJob's active list changes.
         self.jobs.add_handler(on_add=self.job_changed, on_update=lambda old, new: self.job_changed(new),
@@ -145,18 +145,18 @@ class CronJobController(Controller):
         if status["active"] and policy == "Replace":
             for ref in status["active"]:
                 try:
-                    self.client.delete(JOBS_GROUP_VERSION, "jobs", ref["namespace"], ref["name"],
+                    self.client.delete(GROUP_VERSION, "jobs", ref["namespace"], ref["name"],
                                        propagation_policy="Background")
                 except NotFound:
                     pass
                 self.events.event(cronjob, "Normal", "SuccessfulDelete", f"Deleted job {ref['name']}")
             status["active"] = []
         try:
-            job = self.client.create(JOBS_GROUP_VERSION, "jobs", self.job_for(cronjob, run))
+            job = self.client.create(GROUP_VERSION, "jobs", self.job_for(cronjob, run))
             self.events.event(cronjob, "Normal", "SuccessfulCreate", f"Created job {job['metadata']['name']}")
         except AlreadyExists:
             # Made before a restart (or by the other worker): the run happened.
-            job = self.client.get(JOBS_GROUP_VERSION, "jobs", cronjob["metadata"]["namespace"],
+            job = self.client.get(GROUP_VERSION, "jobs", cronjob["metadata"]["namespace"],
                                   job_name(cronjob["metadata"]["name"], run))
             if not is_controlled_by(job, cronjob):
                 raise
@@ -203,7 +203,7 @@ class CronJobController(Controller):
 
     def live_job(self, ref: dict) -> dict | None:
         try:
-            job = self.client.get(JOBS_GROUP_VERSION, "jobs", ref["namespace"], ref["name"])
+            job = self.client.get(GROUP_VERSION, "jobs", ref["namespace"], ref["name"])
         except NotFound:
             return None
         return job if job["metadata"]["uid"] == ref.get("uid") else None
@@ -217,7 +217,7 @@ class CronJobController(Controller):
             ended = [j for j in jobs if finished(j) == outcome and not j["metadata"].get("deletionTimestamp")]
             for job in history_to_delete(ended, limit):
                 try:
-                    self.client.delete(JOBS_GROUP_VERSION, "jobs", job["metadata"]["namespace"],
+                    self.client.delete(GROUP_VERSION, "jobs", job["metadata"]["namespace"],
                                        job["metadata"]["name"], propagation_policy="Background")
                 except NotFound:
                     continue

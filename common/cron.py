@@ -14,7 +14,7 @@ which forms are accepted.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from croniter import croniter
 
@@ -67,10 +67,6 @@ def parse(text: str) -> Schedule:
     if text.strip().startswith(("TZ=", "CRON_TZ=")):
         raise ScheduleError("cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
     return Schedule(text)
-
-
-def utc(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def valid_time_zone(name) -> bool:
