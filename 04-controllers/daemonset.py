@@ -170,27 +170,7 @@ class DaemonSetController(PodOwnerController):
                 "spec": daemon_pod_spec(template.get("spec") or {}, node_name)}
 
     def create_pods(self, ds: dict, key: str, node_names: list[str]) -> None:
-        self.expectations.expect_creates(key, len(node_names))
-        for done, node_name in enumerate(node_names):
-            try:
-                pod = self.client.create("v1", "pods", self.pod_for(ds, node_name))
-            except Exception as error:
-                for _ in range(len(node_names) - done):    # never to be seen: count them off
-                    self.expectations.created(key)
-                self.events.event(ds, "Warning", "FailedCreate", f"Error creating: {error}")
-                raise
-            self.events.event(ds, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
-
-    def delete_pods(self, ds: dict, key: str, victims: list[dict]) -> None:
-        self.expectations.expect_deletes(key, [key_for(pod) for pod in victims])
-        for pod in victims:
-            try:
-                self.client.delete("v1", "pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
-            except Exception as error:
-                self.expectations.deleted(key, key_for(pod))
-                self.events.event(ds, "Warning", "FailedDelete", f"Error deleting: {error}")
-                raise
-            self.events.event(ds, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
+        self.create_owned_pods(ds, key, [self.pod_for(ds, node_name) for node_name in node_names])
 
     # ------------------------------------------------ status
 

@@ -81,11 +81,29 @@ class DeploymentController(Controller):
         self.replicasets.add_handler(on_add=self.replicaset_changed,
                                      on_update=lambda old, new: self.replicaset_changed(new),
                                      on_delete=self.replicaset_changed)
+        # Recreate waits for old pods to be gone, not only counted out: a
+        # stopping pod leaves its ReplicaSet's count at once, its node later.
+        self.pods = self.informers.get("v1", "pods")
+        self.pods.add_handler(on_delete=self.pod_deleted)
 
     def replicaset_changed(self, rs: dict) -> None:
         ref = controller_of(rs)
         if ref is not None and ref.get("kind") == "Deployment":
             self.queue.add(f"{rs['metadata']['namespace']}/{ref['name']}")
+
+    def pod_deleted(self, pod: dict) -> None:
+        ref = controller_of(pod)
+        if ref is not None and ref.get("kind") == "ReplicaSet":
+            rs = self.replicasets.get(pod["metadata"]["namespace"], ref["name"])
+            if rs is not None:
+                self.replicaset_changed(rs)
+
+    def old_pods_running(self, old: list[dict]) -> bool:
+        """Any pod of an old ReplicaSet not finished, stopping ones included."""
+        uids = {rs["metadata"]["uid"] for rs in old}
+        return any((controller_of(pod) or {}).get("uid") in uids
+                   and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                   for pod in self.pods.list())
 
     # ------------------------------------------------ reconcile
 
@@ -225,7 +243,7 @@ class DeploymentController(Controller):
         running_old = [rs for rs in old if rs["spec"].get("replicas", 0) > 0]
         for rs in running_old:
             self.scale(deployment, rs, 0)
-        if running_old or any((rs.get("status") or {}).get("replicas", 0) for rs in old):
+        if running_old or self.old_pods_running(old):
             return bool(running_old)             # wait for the old pods to be gone
         replicas = deployment["spec"].get("replicas", 1)
         if new["spec"].get("replicas", 0) != replicas:
@@ -288,10 +306,13 @@ class DeploymentController(Controller):
         status["conditions"] = [conditions["Available"], conditions["Progressing"]]
         if any(old_status.get(k) != v for k, v in status.items()):
             self.client.update_status(GROUP_VERSION, "deployments", {**deployment, "status": status})
+        # Only now is the step written down: had the write failed (a Conflict,
+        # say), the retry must still know the rollout moved.
+        self._progress.pop(key_for(deployment), None)
 
     def progressing(self, deployment: dict, new: dict | None, old: list[dict], previous: dict | None) -> dict:
         name = new["metadata"]["name"] if new else deployment["metadata"]["name"]
-        moved = self._progress.pop(key_for(deployment), None)
+        moved = self._progress.get(key_for(deployment))
         if new is not None and self.is_complete(deployment, new, old):
             return self.condition(previous, "Progressing", True, "NewReplicaSetAvailable",
                                   f'ReplicaSet "{name}" has successfully progressed.')

@@ -39,11 +39,23 @@ class Expectations:
 
     def expect_creates(self, key: str, count: int) -> None:
         with self._lock:
-            self._pending[key] = _Pending(adds=count, since=self.clock())
+            self._pending_for(key).adds += count
 
     def expect_deletes(self, key: str, pod_keys: list[str]) -> None:
         with self._lock:
-            self._pending[key] = _Pending(deletes=set(pod_keys), since=self.clock())
+            self._pending_for(key).deletes.update(pod_keys)
+
+    def _pending_for(self, key: str) -> _Pending:
+        """The key's open record, or a new one if it has none or it is met:
+        a reconcile that both creates and deletes (a DaemonSet's) adds to
+        one record instead of the second call hiding the first."""
+        pending = self._pending.get(key)
+        if pending is None or self._met(pending):
+            pending = self._pending[key] = _Pending(since=self.clock())
+        return pending
+
+    def _met(self, pending: _Pending) -> bool:
+        return (pending.adds <= 0 and not pending.deletes) or self.clock() - pending.since > self.timeout
 
     def created(self, key: str) -> None:
         """A create was seen on the watch, or will never happen (it failed)."""
@@ -59,9 +71,7 @@ class Expectations:
     def satisfied(self, key: str) -> bool:
         with self._lock:
             pending = self._pending.get(key)
-            if pending is None:
-                return True
-            return (pending.adds <= 0 and not pending.deletes) or self.clock() - pending.since > self.timeout
+            return pending is None or self._met(pending)
 
     def forget(self, key: str) -> None:
         with self._lock:

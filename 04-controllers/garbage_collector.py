@@ -37,7 +37,9 @@ FOREGROUND = "foregroundDeletion"
 # owner references here and change often (events, endpoints).
 WATCHED = (
     ("v1", "pods"), ("apps/v1", "replicasets"), ("apps/v1", "deployments"), ("apps/v1", "daemonsets"),
-    ("batch/v1", "jobs"), ("v1", "configmaps"), ("v1", "secrets"), ("v1", "services"),
+    ("batch/v1", "jobs"), ("batch/v1", "cronjobs"), ("v1", "replicationcontrollers"),
+    ("discovery.k8s.io/v1", "endpointslices"),
+    ("v1", "configmaps"), ("v1", "secrets"), ("v1", "services"),
     ("v1", "nodes"),                       # own mirror pods and kubelets' Leases
     ("coordination.k8s.io/v1", "leases"),
     ("v1", "namespaces"),                  # may carry the orphan or foregroundDeletion finalizer too

@@ -24,9 +24,9 @@ from typing import NamedTuple
 
 from common.client import NotFound
 from common.events import now as timestamp
-from controller import key_for, split_key
+from controller import split_key
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
-from pod_owner import PodOwnerController
+from pod_owner import BURST_PODS, PodOwnerController
 from pods import is_active, is_ready, parse_time, pods_to_delete
 
 GROUP_VERSION = "batch/v1"
@@ -35,7 +35,6 @@ GROUP_VERSION = "batch/v1"
 # and the batch.kubernetes.io ones.
 CONTROLLER_UID, JOB_NAME = "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name"
 LEGACY_CONTROLLER_UID, LEGACY_JOB_NAME = "controller-uid", "job-name"
-BURST_PODS = 500
 
 
 # ---------------------------------------------------------------- decisions
@@ -227,24 +226,4 @@ class JobController(PodOwnerController):
                 "spec": template.get("spec") or {}}       # restartPolicy as the template says
 
     def create_pods(self, job: dict, key: str, count: int) -> None:
-        self.expectations.expect_creates(key, count)
-        for done in range(count):
-            try:
-                pod = self.client.create("v1", "pods", self.pod_from_template(job))
-            except Exception as error:
-                for _ in range(count - done):           # never to be seen: count them off
-                    self.expectations.created(key)
-                self.events.event(job, "Warning", "FailedCreate", f"Error creating: {error}")
-                raise
-            self.events.event(job, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
-
-    def delete_pods(self, job: dict, key: str, victims: list[dict]) -> None:
-        self.expectations.expect_deletes(key, [key_for(pod) for pod in victims])
-        for pod in victims:
-            try:
-                self.client.delete("v1", "pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
-            except Exception as error:
-                self.expectations.deleted(key, key_for(pod))
-                self.events.event(job, "Warning", "FailedDelete", f"Error deleting: {error}")
-                raise
-            self.events.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
+        self.create_owned_pods(job, key, [self.pod_from_template(job) for _ in range(count)])

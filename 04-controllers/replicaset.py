@@ -18,14 +18,11 @@ import copy
 import time
 
 from controller import key_for, split_key
-from pod_owner import PodOwnerController
+from pod_owner import BURST_PODS, PodOwnerController
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
 from pods import is_active, is_available, is_ready, pods_to_delete
 
 GROUP_VERSION = "apps/v1"
-# Kubernetes creates at most this many pods per reconcile, in batches of
-# 1, 2, 4, ... ("slow start"): a template the server refuses fails once, not 500 times.
-BURST_REPLICAS = 500
 
 
 class ReplicaSetController(PodOwnerController):
@@ -97,33 +94,7 @@ class ReplicaSetController(PodOwnerController):
                 "spec": template.get("spec") or {}}
 
     def create_pods(self, rs: dict, key: str, count: int) -> None:
-        count = min(count, BURST_REPLICAS)
-        self.expectations.expect_creates(key, count)
-        batch, left = 1, count
-        while left > 0:
-            for _ in range(min(batch, left)):
-                left -= 1
-                try:
-                    pod = self.client.create("v1", "pods", self.pod_from_template(rs))
-                except Exception as error:
-                    # Not created, so never seen: count it off, and those never tried.
-                    for _ in range(left + 1):
-                        self.expectations.created(key)
-                    self.events.event(rs, "Warning", "FailedCreate", f"Error creating: {error}")
-                    raise
-                self.events.event(rs, "Normal", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
-            batch *= 2
-
-    def delete_pods(self, rs: dict, key: str, victims: list[dict]) -> None:
-        self.expectations.expect_deletes(key, [key_for(pod) for pod in victims])
-        for pod in victims:
-            try:
-                self.client.delete("v1", "pods", pod["metadata"]["namespace"], pod["metadata"]["name"])
-            except Exception as error:
-                self.expectations.deleted(key, key_for(pod))
-                self.events.event(rs, "Warning", "FailedDelete", f"Error deleting: {error}")
-                raise
-            self.events.event(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
+        self.create_owned_pods(rs, key, [self.pod_from_template(rs) for _ in range(min(count, BURST_PODS))])
 
     def update_status(self, rs: dict, active: list[dict]) -> None:
         template_labels = ((rs["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {}

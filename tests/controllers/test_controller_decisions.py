@@ -88,3 +88,15 @@ def test_choosing_controllers(spec, names):
 def test_an_unknown_controller_is_named():
     with pytest.raises(ValueError, match="unknown controller.*replicaset-typo"):
         chosen("replicaset-typo")
+
+
+def test_creates_and_deletes_expected_in_one_reconcile_are_both_waited_for():
+    # A DaemonSet may create on one node and delete on another at once: the
+    # second call must add to the first, not replace it.
+    expectations = Expectations(clock=lambda: 0.0)
+    expectations.expect_deletes("default/ds", ["default/ds-old"])
+    expectations.expect_creates("default/ds", 1)
+    expectations.created("default/ds")
+    assert not expectations.satisfied("default/ds"), "the delete was forgotten"
+    expectations.deleted("default/ds", "default/ds-old")
+    assert expectations.satisfied("default/ds")

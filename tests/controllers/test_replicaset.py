@@ -86,3 +86,22 @@ def test_killed_mid_burst_and_restarted_makes_no_extra_pods(api, apiserver, tmp_
         assert len(pods_of(api, ns, "web")) == 40
     finally:
         second.stop()
+
+
+def test_a_pod_still_stopping_does_not_hold_the_replicaset_back(api, manager):
+    # Pods on a node whose kubelet never confirms: a delete only marks them
+    # (deletionTimestamp). That mark is the delete the controller waited
+    # for; had it waited for the pod to vanish, scaling up again would
+    # stall until its expectations expired (5 minutes).
+    ns = make_namespace(api)
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": unique("ghost")},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    assert api.post("/api/v1/nodes", node).status_code == 201
+    rs = replicaset("web", 2)
+    rs["spec"]["template"]["spec"]["nodeName"] = node["metadata"]["name"]
+    api.post(f"/apis/apps/v1/namespaces/{ns}/replicasets", rs)
+    wait_for(lambda: len(pods_of(api, ns, "web")) == 2, timeout=20, what="2 pods")
+    api.patch(f"/apis/apps/v1/namespaces/{ns}/replicasets/web/scale", {"spec": {"replicas": 1}})
+    wait_for(lambda: len(pods_of(api, ns, "web")) == 1, timeout=20, what="one pod marked for deletion")
+    api.patch(f"/apis/apps/v1/namespaces/{ns}/replicasets/web/scale", {"spec": {"replicas": 3}})
+    wait_for(lambda: len(pods_of(api, ns, "web")) == 3, timeout=30, what="3 live pods beside the stopping one")
