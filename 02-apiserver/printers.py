@@ -335,6 +335,15 @@ def replicaset_cells(rs: dict, now: datetime) -> list:
             containers, images, format_label_selector(dig(rs, "spec", "selector"))]
 
 
+def replication_controller_cells(rc: dict, now: datetime) -> list:
+    """A ReplicaSet's columns; the selector is a plain label map, printed as labels."""
+    status = as_dict(rc.get("status"))
+    containers, images = template_containers(rc)
+    return [name_of(rc), as_int(dig(rc, "spec", "replicas"), 1), as_int(status.get("replicas")),
+            as_int(status.get("readyReplicas")), age(rc, now),
+            containers, images, format_labels(dig(rc, "spec", "selector"))]
+
+
 def deployment_cells(deploy: dict, now: datetime) -> list:
     status = as_dict(deploy.get("status"))
     desired = as_int(dig(deploy, "spec", "replicas"), 1)   # the API's default
@@ -372,6 +381,18 @@ def job_cells(job: dict, now: datetime) -> list:
     containers, images = template_containers(job)
     return [name_of(job), job_status(job), completions, duration, age(job, now),
             containers, images, format_label_selector(spec.get("selector"))]
+
+
+def cronjob_cells(cj: dict, now: datetime) -> list:
+    spec, status = as_dict(cj.get("spec")), as_dict(cj.get("status"))
+    last = status.get("lastScheduleTime")
+    job_spec = as_dict(dig(cj, "spec", "jobTemplate", "spec"))
+    containers = dicts(dig(job_spec, "template", "spec", "containers"))
+    return [name_of(cj), as_str(spec.get("schedule")), as_str(spec.get("timeZone")) or NONE,
+            "True" if spec.get("suspend") is True else "False", len(as_list(status.get("active"))),
+            since(last, now) if last else NONE, age(cj, now),
+            ",".join(as_str(c.get("name")) for c in containers), ",".join(as_str(c.get("image")) for c in containers),
+            format_label_selector(job_spec.get("selector"))]
 
 
 def job_status(job: dict) -> str:
@@ -467,6 +488,13 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Ready", "Pods that are ready.", "integer"),
         AGE, CONTAINERS, IMAGES, SELECTOR,
     ), replicaset_cells),
+    ("", "ReplicationController"): Printer((
+        NAME,
+        Column("Desired", "Pods asked for (spec.replicas).", "integer"),
+        Column("Current", "Pods that exist.", "integer"),
+        Column("Ready", "Pods that are ready.", "integer"),
+        AGE, CONTAINERS, IMAGES, SELECTOR,
+    ), replication_controller_cells),
     ("apps", "Deployment"): Printer((
         NAME,
         Column("Ready", "Ready pods out of those asked for."),
@@ -491,6 +519,15 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Duration", "How long the job ran, or has run so far."),
         AGE, CONTAINERS, IMAGES, SELECTOR,
     ), job_cells),
+    ("batch", "CronJob"): Printer((
+        NAME,
+        Column("Schedule", "When Jobs start, in cron format."),
+        Column("Timezone", "The time zone the schedule is read in (none: the controller's, UTC)."),
+        Column("Suspend", "Whether new Jobs are held back."),
+        Column("Active", "Jobs running now.", "integer"),
+        Column("Last Schedule", "Time since a Job was last started."),
+        AGE, CONTAINERS, IMAGES, SELECTOR,
+    ), cronjob_cells),
     ("coordination.k8s.io", "Lease"): Printer((
         NAME, Column("Holder", "Who holds the lease (spec.holderIdentity): for a node's, the node."), AGE,
     ), lease_cells),

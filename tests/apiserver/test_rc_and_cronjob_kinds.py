@@ -96,7 +96,9 @@ def test_kubectl_create_cronjob_and_a_job_from_it(k, api, namespace):
     stored = api.get(cj_path(namespace, "hello")).json()
     assert stored["spec"]["schedule"] == "*/5 * * * *"
     assert stored["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["command"] == ["date"]
-    assert rows(k("get", "cj"))[1][0] == "hello"
+    table = k("get", "cj").splitlines()
+    assert table[0].split() == ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
+    assert table[1].split()[:9] == ["hello", "*/5", "*", "*", "*", "*", "<none>", "False", "0"]
     assert "cronjob.batch/hello" in k("get", "cronjobs", "-o", "name")
     # `kubectl create job --from=cronjob/...`: a Job from the template, owned by the CronJob.
     out = k("create", "job", "manual-run", "--from=cronjob/hello")
@@ -114,6 +116,8 @@ def test_kubectl_create_rc_from_a_manifest_and_scale_it(k, api, namespace):
     body = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "web"},
             "spec": {"replicas": 1, "template": TEMPLATE}}
     k("create", "-f", k.manifest(body))
-    assert rows(k("get", "rc"))[1][0] == "web"
+    table = rows(k("get", "rc"))
+    assert table[0] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
+    assert table[1][:4] == ["web", "1", "0", "0"]           # no controller manager here: nothing made
     k("scale", "rc", "web", "--replicas=3")
     assert json.loads(k("get", "rc", "web", "-o", "json"))["spec"]["replicas"] == 3
