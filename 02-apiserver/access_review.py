@@ -194,6 +194,8 @@ def _fields(data: bytes) -> dict[int, bytes]:
 def _varint(data: bytes, i: int) -> tuple[int, int]:
     value = shift = 0
     while True:
+        if shift > 63:      # a varint is at most 10 bytes; more would be a CPU sink
+            raise ValueError("a protobuf number longer than 64 bits")
         byte = data[i]
         value |= (byte & 0x7F) << shift
         i, shift = i + 1, shift + 7

@@ -175,7 +175,9 @@ _FINALIZER_FOR_POLICY = {"Orphan": ORPHAN, "Foreground": FOREGROUND, "Background
 # Kubernetes' strategies say: batch/v1 Jobs keep their pods (the first Job
 # API did, and clients rely on it); every other kind deletes them, in the
 # background, after the owner has gone.
-DEFAULT_PROPAGATION = {("batch", "Job"): "Orphan"}
+# Kubernetes keeps the old default for these two (its strategies say "for
+# back compatibility"): deleting one with no policy leaves its pods.
+DEFAULT_PROPAGATION = {("batch", "Job"): "Orphan", ("", "ReplicationController"): "Orphan"}
 
 
 def propagation_policy(resource, obj: dict, options: dict) -> str:

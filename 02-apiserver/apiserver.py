@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import gc
 import ipaddress
+import resource
 import signal
 import ssl
 import sys
@@ -92,8 +93,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def raise_open_file_limit() -> None:
+    """Every connection is a file descriptor (two with TLS), and Debian's
+    default soft limit is 1,024: take the hard limit, as Go programs do."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    raise_open_file_limit()
     try:
         ipaddress.ip_address(args.insecure_bind_address)
     except ValueError:

@@ -28,8 +28,9 @@ import _thread
 import http.server
 import io
 import json
+import errno
 import re
-import selectors
+import select
 import socket
 import socketserver
 import ssl
@@ -40,6 +41,8 @@ from dataclasses import dataclass
 from urllib.parse import unquote_to_bytes, urlsplit
 
 IDLE_SECONDS = 90           # a kept-alive connection quiet this long is closed (as Kubernetes does)
+HANDSHAKE_SECONDS = 10       # a TLS client that has not finished its handshake by then is dropped
+_DECIMAL = re.compile(r"[0-9]{1,19}")   # str.isdigit() also says yes to "²", which int() refuses
 FULL_SECONDS = 1            # how long a connection over --max-connections may take to say what it wants
 LINGER_SECONDS = 2          # after refusing a request, read what the client still sends, for this long
 LINGER_BYTES = 64 * 1024 * 1024   # ...or this much, so that it reads our answer instead of a reset
@@ -104,22 +107,21 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
         deadline: a client that opens a connection and says nothing (or half
         a ClientHello) must not hold up anyone else's."""
         tls = self.server.ssl_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        deadline = time.monotonic() + self.server.limits.request_timeout
+        deadline = time.monotonic() + min(self.server.limits.request_timeout, HANDSHAKE_SECONDS)
         tls.setblocking(False)
-        with selectors.DefaultSelector() as selector:
-            while True:
-                try:
-                    tls.do_handshake()
-                    break
-                except ssl.SSLWantReadError:
-                    events = selectors.EVENT_READ
-                except ssl.SSLWantWriteError:
-                    events = selectors.EVENT_WRITE
-                selector.register(tls, events)
-                ready = selector.select(deadline - time.monotonic())
-                selector.unregister(tls)
-                if not ready:
-                    raise ClientTimeout("the client did not finish the TLS handshake in time")
+        poller = select.poll()         # unlike a selector, costs no file descriptor per connection
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                poller.register(tls, select.POLLIN)
+            except ssl.SSLWantWriteError:
+                poller.register(tls, select.POLLOUT)
+            left = deadline - time.monotonic()
+            if left <= 0 or not poller.poll(left * 1000):
+                raise ClientTimeout("the client did not finish the TLS handshake in time")
+            poller.unregister(tls)
         tls.setblocking(True)
         return tls
 
@@ -127,7 +129,6 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
         self.close_connection = False
         self.first = True
         try:
-            self.holds_slot = self.server.connection_slots.acquire(blocking=False)
             if self.server.ssl_context:
                 self.connection = self._tls_handshake(self.connection)
             self.reader = DeadlineReader(self.connection)
@@ -143,6 +144,22 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
         if not self._wait_for_request():
             self.close_connection = True
             return
+        # A connection counts against --max-connections only while a request
+        # is in progress: one that is silent, idle between requests or still
+        # in its TLS handshake holds no slot, so unauthenticated sockets
+        # cannot lock the port (Kubernetes likewise limits requests in flight).
+        self.holds_slot = self.server.connection_slots.acquire(blocking=False)
+        try:
+            self._one_request()
+        finally:
+            self._release_slot()
+
+    def _release_slot(self) -> None:
+        if self.holds_slot:
+            self.server.connection_slots.release()
+            self.holds_slot = False
+
+    def _one_request(self) -> None:
         self.reader.deadline = time.monotonic() + self._allowed_seconds()
         self.command, self.request_version, self.requestline = "", "HTTP/1.1", ""
         try:
@@ -170,7 +187,7 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
     def _wait_for_request(self) -> bool:
         """True when a request has begun; False when the client closed, or
         kept a connection idle for too long."""
-        self.reader.deadline = time.monotonic() + (self._allowed_seconds() if self.first else IDLE_SECONDS)
+        self.reader.deadline = time.monotonic() + (self.server.limits.request_timeout if self.first else IDLE_SECONDS)
         try:
             return bool(self.rfile.peek(1))
         except ClientTimeout:
@@ -191,7 +208,7 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
             return self._read_chunked()
         if not lengths:
             return b""
-        if len(set(lengths)) > 1 or not lengths[0].strip().isdigit():
+        if len(set(lengths)) > 1 or not _DECIMAL.fullmatch(lengths[0].strip()):
             return self._refuse(400, f"Content-Length must be one number, not {', '.join(lengths)!r}")
         length = int(lengths[0])
         if length > self.server.limits.max_body_bytes:
@@ -244,7 +261,7 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
     def handle_expect_100(self) -> bool:
         """`Expect: 100-continue`: say no to a body over the limit before it is sent."""
         length = self.headers.get("Content-Length", "")
-        if length.strip().isdigit() and int(length) > self.server.limits.max_body_bytes:
+        if _DECIMAL.fullmatch(length.strip()) and int(length) > self.server.limits.max_body_bytes:
             self.send_error(413, self._too_large())
             return False
         self.connection.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -294,10 +311,6 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
         finally:
             if hasattr(result, "close"):
                 result.close()               # a watch gives back its --max-watches slot here
-            if reply.streamed and not self.close_connection:
-                # The stream has ended; the connection counts again, if it may.
-                self.holds_slot = self.server.connection_slots.acquire(blocking=False)
-                self.close_connection = not self.holds_slot
 
     # ----- answers the server writes itself -----
 
@@ -329,9 +342,7 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
     def finish(self) -> None:
         """Close; after a refusal, first read (and drop) what the client is
         still sending, so that it sees our answer rather than a reset."""
-        if self.holds_slot:
-            self.server.connection_slots.release()
-            self.holds_slot = False
+        self._release_slot()
         if self.linger:
             try:
                 self.connection.shutdown(socket.SHUT_WR)
@@ -427,6 +438,17 @@ class APIHTTPServer(socketserver.ThreadingMixIn, socketserver.TCPServer):
         self.log_requests = log_requests
         self.connection_slots = threading.BoundedSemaphore(limits.max_connections)
         super().__init__(address, RequestHandler)
+
+    def get_request(self):
+        """Accept; out of file descriptors, pause a moment first (as Go's
+        net/http does), or the accept loop would spin at full CPU until
+        some connection closes."""
+        try:
+            return super().get_request()
+        except OSError as error:
+            if error.errno in (errno.EMFILE, errno.ENFILE):
+                time.sleep(0.05)
+            raise
 
     def process_request(self, request, client_address) -> None:
         # Not threading.Thread.start(): it waits until the new thread has run,

@@ -164,18 +164,23 @@ def _message(data: bytes, name: str, path: str):
     return out
 
 
-def _is_set(value) -> bool:
+MAX_UNKNOWN_DEPTH = 32      # an unknown field nested deeper is refused, not parsed on and on
+
+
+def _is_set(value, depth: int = 0) -> bool:
     """False for what a newer kubectl sends for a field it left unset: Go sends
     every plain field, so a zero, an empty text or a struct of zeros."""
     if value in (0, b"", b"\x00" * 4, b"\x00" * 8):
         return False
     if isinstance(value, int):
         return True
+    if depth > MAX_UNKNOWN_DEPTH:
+        raise ProtobufError(f"an unknown field is nested more than {MAX_UNKNOWN_DEPTH} messages deep")
     try:
         inner = _fields(value, "")
     except ProtobufError:
         return True                  # not a message: text or bytes, and not empty
-    return any(_is_set(v) for values in inner.values() for _, v in values)
+    return any(_is_set(v, depth + 1) for values in inner.values() for _, v in values)
 
 
 def _is_empty(type_: str, value) -> bool:
@@ -322,3 +327,6 @@ def object_from_request(body: bytes, resource) -> dict:
             f"e.g. kubectl create ... --dry-run=client -o yaml | kubectl apply -f -")) from None
     except ProtobufError as error:
         raise api_errors.bad_request(f"cannot read this {resource.kind} sent as protobuf: {error}") from None
+    except RecursionError:
+        raise api_errors.bad_request(f"cannot read this {resource.kind} sent as protobuf: "
+                                     "its messages are nested too deeply") from None

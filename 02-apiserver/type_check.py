@@ -24,6 +24,8 @@ are field_validation.py's business, not ours.
 """
 from __future__ import annotations
 
+import threading
+
 import json
 import math
 import re
@@ -125,12 +127,22 @@ def _fill(node: _Type, schema: dict, definition: str) -> None:
     # Anything else (RawExtension, FieldsV1: "object" with no properties) is opaque.
 
 
+_compiling = threading.Lock()
+
+
 def _root(group: str, version: str, kind: str) -> _Type | None:
     key = (group, version, kind)
-    if key not in _roots:
-        name = schemas.definition_name(group, version, kind)
-        _roots[key] = _compile_definition(name) if name else None
-    return _roots[key]
+    node = _roots.get(key)
+    if node is None and key not in _roots:
+        # One compile at a time: a node is published before it is filled (a
+        # definition may refer to itself), and a second request thread that
+        # saw it half-filled would accept anything.
+        with _compiling:
+            if key not in _roots:
+                name = schemas.definition_name(group, version, kind)
+                _roots[key] = _compile_definition(name) if name else None
+        node = _roots[key]
+    return node
 
 
 class Mismatch:

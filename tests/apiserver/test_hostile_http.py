@@ -321,6 +321,11 @@ def test_a_chunked_body_under_the_limit_is_stored_exactly(target, probe, secure)
     probe.finish("a chunked create")
     assert code == 201, created
     assert created["spec"]["containers"][0]["env"] == obj["spec"]["containers"][0]["env"]
+    # Remove what the test made: left in `default`, this 60 KB pod was sent
+    # to each of the 2,000 watches of a later test (120 MB), which then timed
+    # the server's sending, not the attack.
+    code, _ = target.call(secure, "DELETE", f"/api/v1/namespaces/default/pods/{name}")
+    assert code == 200
 
 
 MALFORMED = {
@@ -416,3 +421,22 @@ def test_thousands_of_abandoned_watches(target, probe):
     for sock in watches:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))   # close with a reset
         sock.close()
+
+
+def test_silent_sockets_hold_no_connection_slot(tmp_path, certs):
+    # --max-connections counts requests in progress, not sockets: fifty
+    # unauthenticated connections that never speak must not turn the
+    # admin's requests into 429s (they did while a slot was taken at accept).
+    target = Target(tmp_path / "data", certs)
+    target.server.extra += ["--max-connections", "5"]
+    target.server.start()
+    silent = [target.connect(secure=True, handshake=False) for _ in range(25)]
+    silent += [target.connect(secure=False) for _ in range(25)]
+    try:
+        for secure in (True, False, True):
+            code, body = target.call(secure, "GET", "/api/v1/namespaces/default/pods")
+            assert code == 200, body
+    finally:
+        for sock in silent:
+            sock.close()
+        target.server.stop()

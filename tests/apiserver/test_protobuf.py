@@ -338,3 +338,27 @@ def test_replicas_zero_survives_protobuf(binary, api, apiserver, namespace, tmp_
     k = Kubectl(binary, apiserver.url, namespace, tmp_path)
     k("create", "deployment", "idle", "--image=busybox:1.35", "--replicas=0")
     assert api.get(f"/apis/apps/v1/namespaces/{namespace}/deployments/idle").json()["spec"]["replicas"] == 0
+
+
+def test_a_deeply_nested_unknown_field_is_a_400_not_a_gigabyte(api):
+    # An unknown field holding a message holding a message ... 900 deep: it
+    # was parsed level after level (about 1 GB for a 3 MB body) and ended in
+    # a RecursionError, a 500.
+    def message(field: int, payload: bytes) -> bytes:
+        return bytes([(field << 3) | 2]) + _varint(len(payload)) + payload
+    nested = b"\x08\x01"
+    for _ in range(900):
+        nested = message(999 % 15 + 1, nested)
+    raw = message(1, b"\x0a\x01x") + message(15, nested)          # metadata.name "x", then the bomb
+    unknown = message(1, b"\x0a\x02v1\x12\x09Namespace") + message(2, raw)
+    reply = api.post("/api/v1/namespaces", b"k8s\x00" + unknown, content_type="application/vnd.kubernetes.protobuf")
+    assert reply.status_code == 400, reply.text
+
+
+def _varint(value: int) -> bytes:
+    out = b""
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out += bytes([byte | (0x80 if value else 0)])
+        if not value:
+            return out
