@@ -49,7 +49,8 @@ def _segment_path(directory: Path, after: int) -> Path:
     return directory / f"{after:020d}.log"     # zero-padded: names sort as the versions do
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries (new names, removals) durable."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -142,13 +143,13 @@ class EventLog:
         self._file = open(self._segments[-1].path, "ab")
         while sum(segment.lines for segment in self._segments[1:]) >= self.keep:
             self._segments.pop(0).path.unlink()     # compaction: whole segments, oldest first
-        _fsync_dir(self.directory)           # the new name, and the deletions, survive a power cut
+        fsync_dir(self.directory)           # the new name, and the deletions, survive a power cut
     # [END event-log-append]
 
     def _create(self, after: int) -> _Segment:
         path = _segment_path(self.directory, after)
         path.touch()
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         return _Segment(path, after)
 
     def close(self) -> None:

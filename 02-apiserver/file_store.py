@@ -45,6 +45,7 @@ import api_errors
 import registry
 from common.log import get_logger
 from event_log import CorruptLog, EventLog, record_line
+from event_log import fsync_dir as _fsync_dir
 from watch_cache import Event, WatchCache
 
 log = get_logger("apiserver")
@@ -86,12 +87,6 @@ class _Commit:
         self.done = False                 # logged, renamed, shown to readers and watchers
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # [START atomic-write]
