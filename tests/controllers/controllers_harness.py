@@ -53,6 +53,19 @@ class ControllerManager:
                 self.process.wait()
 
 
+def make_namespace(api: Client) -> str:
+    """A fresh namespace, so a test never sees another's objects."""
+    name = unique("ns")
+    assert api.post("/api/v1/namespaces", {"metadata": {"name": name}}).status_code == 201
+    return name
+
+
+def pods_of(api: Client, namespace: str, app: str) -> list[dict]:
+    """The live pods labelled app=APP (those being deleted left out)."""
+    items = api.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": f"app={app}"}).json()["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
 def replicaset(name: str, replicas: int, labels: dict | None = None, **spec) -> dict:
     labels = labels or {"app": name}
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from controllers_harness import ROOT, unique, wait_for
+from controllers_harness import ROOT, make_namespace, wait_for
 
 sys.path.insert(0, str(ROOT / "04-controllers"))
 from common import cron  # noqa: E402
@@ -88,12 +88,6 @@ def cronjob(name: str, schedule: str = "* * * * *", **spec) -> dict:
                      "jobTemplate": {"metadata": {"labels": {"cron": name}},
                                      "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
                                          {"name": "main", "image": "busybox:1.35"}]}}}}}}
-
-
-def make_namespace(api) -> str:
-    name = unique("ns")
-    assert api.post("/api/v1/namespaces", {"metadata": {"name": name}}).status_code == 201
-    return name
 
 
 def rfc3339(moment: datetime) -> str:

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from controllers_harness import APIServer, FakeKubelet, unique, wait_for
+from controllers_harness import APIServer, FakeKubelet, make_namespace, wait_for
 from test_deployment import deployment
 from test_garbage_collector import WITH_CONTROLLERS, exists, hold, items, release
 
@@ -19,12 +19,6 @@ def apiserver(tmp_path):
     server = APIServer(tmp_path / "data", "--enable-admission-plugins", WITH_CONTROLLERS).start()
     yield server
     server.stop()
-
-
-def make_namespace(api) -> str:
-    name = unique("ns")
-    assert api.post("/api/v1/namespaces", {"metadata": {"name": name}}).status_code == 201
-    return name
 
 
 def test_the_server_alone_marks_the_namespace_and_finalize_lets_it_go(api):

@@ -1,18 +1,7 @@
 """The ReplicaSet controller against a real API server, as a real process."""
 from __future__ import annotations
 
-from controllers_harness import mark_ready, replicaset, unique, wait_for
-
-
-def pods_of(api, namespace, app):
-    items = api.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": f"app={app}"}).json()["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-
-def make_namespace(api) -> str:
-    name = unique("ns")
-    assert api.post("/api/v1/namespaces", {"metadata": {"name": name}}).status_code == 201
-    return name
+from controllers_harness import make_namespace, mark_ready, pods_of, replicaset, unique, wait_for
 
 
 def test_keeps_the_number_of_pods(api, manager):

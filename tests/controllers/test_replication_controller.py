@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from controllers_harness import mark_ready, unique, wait_for
+from controllers_harness import make_namespace, mark_ready, pods_of, unique, wait_for
 
 
 def rc(name: str, replicas: int, labels: dict | None = None) -> dict:
@@ -20,17 +20,6 @@ def rc(name: str, replicas: int, labels: dict | None = None) -> dict:
             "spec": {"replicas": replicas,
                      "template": {"metadata": {"labels": labels},
                                   "spec": {"containers": [{"name": "main", "image": "busybox:1.35"}]}}}}
-
-
-def pods_of(api, namespace, app):
-    items = api.get(f"/api/v1/namespaces/{namespace}/pods", params={"labelSelector": f"app={app}"}).json()["items"]
-    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-
-def make_namespace(api) -> str:
-    name = unique("ns")
-    assert api.post("/api/v1/namespaces", {"metadata": {"name": name}}).status_code == 201
-    return name
 
 
 def test_keeps_the_number_of_pods_and_reports_status(api, manager):
