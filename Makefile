@@ -67,10 +67,10 @@ lesson-02: venv ## run chapter 02's README as a lesson, command by command
 	$(PYTEST) tests/lessons/test_lessons.py -k 02-apiserver
 
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
-	$(PY) 02-apiserver/bench.py
+	$(PY) 02-apiserver/benchmarks/bench.py
 
 bench-02-nodes: venv images ## chapter 02 benchmark: 30 pods through the API vs from manifests, API writes per pod, idle kubelet's requests
-	$(PY) 02-apiserver/bench_nodes.py
+	$(PY) 02-apiserver/benchmarks/bench_nodes.py
 
 test-03: venv images ## chapter 03: the scheduler's plugins, queue and cache, and end to end with a real API server and kubelets
 	$(PYTEST) tests/scheduler
@@ -91,7 +91,7 @@ bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rol
 	$(PY) 04-controllers/bench.py $(ARGS)
 
 kubectl-versions: venv images ## every kubectl 1.27-1.33 on this machine against one cluster: the lessons' commands, as a table
-	$(PY) 02-apiserver/kubectl_versions.py
+	$(PY) 02-apiserver/kubectl_compat/kubectl_versions.py
 
 apiserver: venv ## run the API server on 127.0.0.1:8080 with its data in /tmp/groundup-data (DATA=dir to change)
 	$(PY) 02-apiserver/apiserver.py --data-dir $(or $(DATA),/tmp/groundup-data)

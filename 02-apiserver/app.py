@@ -18,12 +18,12 @@ import admission
 import api_errors
 import authentication
 import custom_resources
-import discovery
+from kubectl_compat import discovery
 import gauntlet
 import metrics
 import objects
-import openapi
-import openapi_v2
+from kubectl_compat import openapi
+from kubectl_compat import openapi_v2
 import rest
 import tokens
 from common.defaults import apply_defaults

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import admission
 import api_errors
-import crd_schema
-import field_validation
+from kubectl_compat import crd_schema
+from kubectl_compat import field_validation
 import registry
 from common.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
 from common.log import get_logger

@@ -15,9 +15,9 @@ import math
 import re
 
 import api_errors
-import field_validation
-import protobuf
-import type_check
+from kubectl_compat import field_validation
+from kubectl_compat import protobuf
+from kubectl_compat import type_check
 from common.manifests import ManifestError, load_manifest_text
 
 JSON_TYPES = ("application/json", "application/yaml")

@@ -23,8 +23,8 @@ import custom_resources
 import decode
 import gauntlet
 import objects
-import patches
-import printers
+from kubectl_compat import patches
+from kubectl_compat import printers
 import request_info
 import subresources
 import watch
@@ -32,7 +32,7 @@ from common.selectors import SelectorError, parse_selector
 from common.validate import validate_object, validate_status_update
 from common.defaults import apply_defaults
 from common.field_errors import invalid, too_long
-from field_selectors import parse_field_selector
+from kubectl_compat.field_selectors import parse_field_selector
 
 bp = Blueprint("rest", __name__)
 

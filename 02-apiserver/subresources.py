@@ -16,7 +16,7 @@ from flask import Response, request
 import api_errors
 import decode
 import objects
-import patches
+from kubectl_compat import patches
 import registry
 import rest
 from common import field_errors

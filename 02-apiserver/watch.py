@@ -26,7 +26,7 @@ from flask import Response, request
 
 import api_errors
 import decode
-import printers
+from kubectl_compat import printers
 from watch_cache import Expired, encode_event
 
 

@@ -65,8 +65,8 @@ SCHEDULER = HERE / "scheduler.py"
 BIND_CLIENTS = 16          # the scheduler's default --bind-workers: bindings in flight at once
 
 
-# 02-apiserver/bench.py by path: this directory has a bench.py of its own.
-ch02 = load_module(HERE.parent / "02-apiserver" / "bench.py", "apiserver_bench")
+# 02-apiserver/benchmarks/bench.py by path: it has the same module name as ours.
+ch02 = load_module(HERE.parent / "02-apiserver" / "benchmarks" / "bench.py", "apiserver_bench")
 percentile, call, start_apiserver, populate = ch02.percentile, ch02.call, ch02.start_apiserver, ch02.populate
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 import api_errors
-import gnostic
-from discovery import aggregated_content_type, negotiate_discovery
+from kubectl_compat import gnostic
+from kubectl_compat.discovery import aggregated_content_type, negotiate_discovery
 
 V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"

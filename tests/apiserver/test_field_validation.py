@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-import field_validation as fv
+from kubectl_compat import field_validation as fv
 
 POD = {
     "apiVersion": "v1", "kind": "Pod",

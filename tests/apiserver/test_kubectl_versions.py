@@ -1,5 +1,5 @@
 """kubectl 1.27 to 1.33 against one real cluster: the lessons' commands, each
-version in a namespace of its own (02-apiserver/kubectl_versions.py holds
+version in a namespace of its own (02-apiserver/kubectl_compat/kubectl_versions.py holds
 the steps and prints the same matrix as a table).
 
 A version whose binary this machine lacks is skipped with one line naming
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import kubectl_versions
+from kubectl_compat import kubectl_versions
 from local_cluster import Cluster
 
 

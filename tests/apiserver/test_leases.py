@@ -15,7 +15,7 @@ import pytest
 
 import abac
 import api_errors
-import printers
+from kubectl_compat import printers
 import registry
 from abac import Attributes
 from apiserver_harness import unique

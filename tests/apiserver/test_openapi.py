@@ -6,7 +6,7 @@ import json
 import pytest
 from flask import Flask
 
-import openapi
+from kubectl_compat import openapi
 import registry
 
 GROUP_VERSIONS = [(g, v) for g, versions in registry.group_versions().items() for v in versions]

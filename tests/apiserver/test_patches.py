@@ -7,8 +7,8 @@ import json
 import pytest
 
 import api_errors
-import patches
-import server_side_apply
+from kubectl_compat import patches
+from kubectl_compat import server_side_apply
 
 JSON = "application/json-patch+json"
 MERGE = "application/merge-patch+json"

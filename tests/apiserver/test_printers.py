@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-import printers
+from kubectl_compat import printers
 import registry
-from printer_formats import human_duration
+from kubectl_compat.printer_formats import human_duration
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -1,4 +1,4 @@
-"""Protobuf bodies (02-apiserver/protobuf.py): kubectl 1.32 and 1.33 send
+"""Protobuf bodies (02-apiserver/kubectl_compat/protobuf.py): kubectl 1.32 and 1.33 send
 their create generators' objects as protobuf.
 
 Three layers: the decoder against hand-built messages (each Go shape and
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import protobuf
+from kubectl_compat import protobuf
 import registry
 from apiserver_harness import unique
 from test_kubectl import Kubectl
@@ -200,7 +200,7 @@ def test_every_served_kind_has_a_table():
     # which protobuf_gen.py does not read, and kubectl sends them as JSON.
     missing = [f"{r.api_version}/{r.kind}" for r in registry.RESOURCES
                if f"{r.api_version}/{r.kind}" not in kinds and r.group != "apiextensions.k8s.io"]
-    assert not missing, f"no protobuf table for {missing}: run 02-apiserver/protobuf_gen.py (see its docstring)"
+    assert not missing, f"no protobuf table for {missing}: run 02-apiserver/kubectl_compat/protobuf_gen.py (see its docstring)"
 
 
 def test_every_type_in_the_table_is_known_and_numbers_are_unique():

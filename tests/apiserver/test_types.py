@@ -21,7 +21,7 @@ from kubernetes import client
 from apiserver_harness import deployment, pod
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "02-apiserver"))
-import type_check  # noqa: E402
+from kubectl_compat import type_check  # noqa: E402
 
 # The shape the old example had: a list where Kubernetes has an object.
 LIST_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [

@@ -31,7 +31,7 @@ import math
 import re
 from datetime import datetime
 
-import schemas
+from . import schemas
 from common.quantity import SYNTAX as QUANTITY_SYNTAX
 
 # What a schema node expects. Each needs its own test of the JSON value.

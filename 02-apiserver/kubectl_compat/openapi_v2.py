@@ -21,10 +21,10 @@ import json
 from flask import Blueprint, Response, request
 
 import api_errors
-import gnostic
-import openapi
+from . import gnostic
+from . import openapi
 import registry
-import schemas
+from . import schemas
 
 bp = Blueprint("openapi_v2", __name__)
 

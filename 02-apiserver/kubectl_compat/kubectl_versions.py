@@ -1,6 +1,6 @@
 """Every kubectl a learner is likely to have, against one cluster: a matrix.
 
-    python 02-apiserver/kubectl_versions.py [--versions 1.27,1.33]
+    python 02-apiserver/kubectl_compat/kubectl_versions.py [--versions 1.27,1.33]
 
 Learners arrive with whatever kubectl their distribution or cloud shell gave
 them. This runs the lessons' kubectl commands with each kubectl binary found
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`, when run as a script
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # for `common`, when run as a script
 
 VERSIONS = tuple(f"1.{minor}" for minor in range(27, 34))
 TIMEOUT = 60                    # seconds any one command may take

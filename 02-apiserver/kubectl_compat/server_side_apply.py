@@ -60,8 +60,8 @@ import json
 from datetime import datetime, timezone
 
 import api_errors
-import schemas
-import strategic_merge
+from . import schemas
+from . import strategic_merge
 
 APPLY = "Apply"
 Path = tuple[str, ...]  # fieldsV1 keys from the root: ("f:spec", "f:replicas")

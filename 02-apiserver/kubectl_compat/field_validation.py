@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import schemas
+from . import schemas
 
 # Fields every object may carry whatever its schema says (the type meta).
 TYPE_META_FIELDS = ("apiVersion", "kind", "metadata")

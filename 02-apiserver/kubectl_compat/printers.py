@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
-import pod_printer
-from printer_formats import (NONE, UNKNOWN, as_dict, as_int, as_list, as_str, between, dicts,
+from . import pod_printer
+from .printer_formats import (NONE, UNKNOWN, as_dict, as_int, as_list, as_str, between, dicts,
                              dig, format_label_selector, format_labels, join_host_port, since)
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,8 @@ import threading
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
+sys.path.insert(0, str(HERE))   # the chapter's modules (http_server), when run as a script
 
 
 # ----- small helpers -----

@@ -30,7 +30,7 @@ from flask import Blueprint, Response, request
 import api_errors
 import custom_resources
 import registry
-import schemas
+from . import schemas
 
 bp = Blueprint("openapi", __name__)
 

@@ -323,7 +323,7 @@ def object_from_request(body: bytes, resource) -> dict:
     except UnknownKind as error:
         raise api_errors.APIError(415, "UnsupportedMediaType", (
             f"this API server cannot read this body sent as protobuf to the {resource.plural} URL: {error} "
-            f"(02-apiserver/protobuf_gen.py writes the tables). Send it as JSON or YAML instead, "
+            f"(02-apiserver/kubectl_compat/protobuf_gen.py writes the tables). Send it as JSON or YAML instead, "
             f"e.g. kubectl create ... --dry-run=client -o yaml | kubectl apply -f -")) from None
     except ProtobufError as error:
         raise api_errors.bad_request(f"cannot read this {resource.kind} sent as protobuf: {error}") from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from printer_formats import NONE, as_dict, as_int, as_str, dicts, dig, human_duration, parse_time, since
+from .printer_formats import NONE, as_dict, as_int, as_str, dicts, dig, human_duration, parse_time, since
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 

@@ -28,10 +28,10 @@ import yaml
 
 import api_errors
 import decode
-import schemas
-import server_side_apply
-import strategic_merge
-import type_check
+from . import schemas
+from . import server_side_apply
+from . import strategic_merge
+from . import type_check
 from common.field_errors import invalid
 
 JSON_PATCH = "application/json-patch+json"

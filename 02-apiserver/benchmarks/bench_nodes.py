@@ -52,11 +52,11 @@ import yaml
 from common.loader import load_module
 from common.processes import stop_within
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
 KUBELET = HERE.parent / "01-kubelet" / "kubelet.py"
 
 
-# 01-kubelet/bench.py by path: this directory has a bench.py of its own.
+# 01-kubelet/bench.py by path: it has the same module name as ours.
 ch01 = load_module(HERE.parent / "01-kubelet" / "bench.py", "kubelet_bench")
 PODS, SOLO, percentile, free_port = ch01.PODS, ch01.SOLO, ch01.percentile, ch01.free_port
 NAMESPACE = "bench"

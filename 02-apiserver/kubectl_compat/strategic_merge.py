@@ -56,7 +56,7 @@ import copy
 import json
 
 import api_errors
-import schemas
+from . import schemas
 
 PATCH = "$patch"
 RETAIN_KEYS = "$retainKeys"
