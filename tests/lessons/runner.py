@@ -36,15 +36,25 @@ STOP_WAIT = 10          # a background terminal after Ctrl-C
 
 # What varies from run to run. Ids, uids and IPs are *bound*: the first
 # time the README shows one, the runner notes what the real one was, and
-# wherever the README repeats it the real one must repeat too.
+# wherever the README repeats it the real one must repeat too. Binding is
+# one-to-one: two different values in the README are two different real
+# values. Loopback and "any" addresses (127.x, 0.0.0.0) are not bound but
+# compared as written: they are configuration, not something that varies.
 BOUND = re.compile(r"(?P<uid>\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)"
                    r"|(?P<id>\b[0-9a-f]{64}\b|\b[0-9a-f]{12}\b)"
                    r"|(?P<ip>\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b)")
-FREE = [  # replaced and forgotten: clock times, measured durations, ages in a table's last column
+LITERAL_IP = re.compile(r"^(127\.\d+\.\d+\.\d+|0\.0\.0\.0)$")
+FREE = [  # replaced and forgotten: clock times, measured durations
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b"), "<time>"),
     (re.compile(r"(?<=startup=)\d+(\.\d+)?s\b"), "<duration>"),
-    (re.compile(r"\s\d+[smhd]\s*$"), " <age>"),
+    # kubectl's event aggregation, "(x3 over 5m)": the count matters, the age does not
+    (re.compile(r"(?<=\(x)(\d+) over \d+[smhd](\d+[smhd])?\)"), r"\1 over <age>)"),
 ]
+# Ages are forgiven only where kubectl prints an age: in a table's column
+# headed AGE (or Age, LAST SEEN), found from the table's header line.
+AGE_HEADERS = ("AGE", "Age", "LAST SEEN")
+AGE = re.compile(r"^(\d+[smhd]){1,2}(?P<over> \(x\d+ over (\d+[smhd]){1,2}\))?$")
+COLUMN_GAP = re.compile(r"\s{2,}")
 
 
 class LessonFailure(AssertionError):
@@ -54,22 +64,88 @@ class LessonFailure(AssertionError):
 # --- comparing output -----------------------------------------------------------
 
 def normalise(line: str) -> str:
-    line = BOUND.sub(lambda m: f"<{m.lastgroup}>", line)
+    """The line as compared: varying parts replaced by placeholders."""
+    line = BOUND.sub(lambda m: m.group() if _literal(m) else f"<{m.lastgroup}>", line)
+    return _free(line)
+
+
+def _free(line: str) -> str:
     for pattern, placeholder in FREE:
         line = pattern.sub(placeholder, line)
     return " ".join(line.split())
 
 
+def _literal(match: re.Match) -> bool:
+    return match.lastgroup == "ip" and bool(LITERAL_IP.match(match.group()))
+
+
+def forgive_ages(lines: list[str], header_lines: list[str] | None = None) -> list[str]:
+    """Replace the cell under an AGE column with <age>, in every table row
+    that follows its header. `header_lines` lets an excerpt of a terminal
+    use the header its terminal printed earlier."""
+    out, column = [], None
+    for line in header_lines or []:
+        column = _age_column(line, column)
+    for line in lines:
+        found = _age_column(line, None)
+        if found is not None:
+            column = found
+            out.append(line)
+            continue
+        if not line.strip():
+            column = None if header_lines is None else column
+            out.append(line)
+            continue
+        cells = COLUMN_GAP.split(line.strip())
+        age = AGE.match(cells[column]) if column is not None and column < len(cells) else None
+        if age:
+            cells[column] = "<age>" + (age.group("over") or "")    # "(x3 over 5m)": FREE keeps the count
+            line = "   ".join(cells)
+        out.append(line)
+    return out
+
+
+def _age_column(line: str, current: int | None) -> int | None:
+    cells = COLUMN_GAP.split(line.strip())
+    for header in AGE_HEADERS:
+        if header in cells and len(cells) > 1 and all(c == c.upper() or c[:1].isupper() for c in cells):
+            return cells.index(header)
+    return current
+
+
 def _line_pattern(expected: str) -> re.Pattern:
-    """`...` inside a line matches any text."""
-    return re.compile(".*".join(re.escape(part) for part in normalise(expected).split("...")) + r"\Z")
+    """The expected line as a regex over the *actual* line (times and
+    durations already forgiven): `...` matches any text, and each id, uid or
+    IP is a group capturing the real value, so binding sees every one."""
+    pieces = []
+    for part in _free(expected).split("..."):
+        regex, position = "", 0
+        for match in BOUND.finditer(part):
+            regex += re.escape(part[position:match.start()])
+            regex += re.escape(match.group()) if _literal(match) else rf"\b({_KIND[match.lastgroup]})\b"
+            position = match.end()
+        pieces.append(regex + re.escape(part[position:]))
+    return re.compile(".*?".join(pieces) + r"\Z")
+
+
+_KIND = {"uid": r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+         "id": r"[0-9a-f]{64}|[0-9a-f]{12}", "ip": r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}"}
+
+
+def _shown_values(expected: str) -> list[tuple[str, str]]:
+    """(kind, value) of each bound value the README line shows, in order."""
+    return [(m.lastgroup, m.group()) for m in BOUND.finditer(_free(expected)) if not _literal(m)]
+
+
+def _line_match(expected: str, actual: str) -> re.Match | None:
+    return _line_pattern(expected).match(_free(actual))
 
 
 def _align(wanted: list[str], got: list[str]) -> list[tuple[int, int]] | None:
     """Pairs (expected index, actual index) of a match, or None. A line that
     is only `...` matches any number of lines."""
     patterns = [None if w.strip() == "..." else _line_pattern(w) for w in wanted]
-    normal = [normalise(g) for g in got]
+    free = [_free(g) for g in got]
 
     def match(i: int, j: int) -> list[tuple[int, int]] | None:
         if i == len(wanted):
@@ -80,7 +156,7 @@ def _align(wanted: list[str], got: list[str]) -> list[tuple[int, int]] | None:
                 if rest is not None:
                     return rest
             return None
-        if j < len(got) and patterns[i].match(normal[j]):
+        if j < len(got) and patterns[i].match(free[j]):
             rest = match(i + 1, j + 1)
             return None if rest is None else [(i, j), *rest]
         return None
@@ -88,23 +164,39 @@ def _align(wanted: list[str], got: list[str]) -> list[tuple[int, int]] | None:
 
 
 def bind(expected: str, actual: str, bindings: dict) -> str | None:
-    """Check the bound values of one matched pair of lines; None if they
-    agree with everything seen before in the lesson, else why not."""
-    if "..." in expected:
-        return None  # a wildcard may have swallowed some: nothing to pair reliably
-    for shown, real in zip(BOUND.finditer(expected), BOUND.finditer(actual)):
-        kind = shown.lastgroup
-        before = bindings.setdefault(kind, {}).setdefault(shown.group(), real.group())
-        if before != real.group():
-            return (f"the README shows {kind} {shown.group()} again, which stood for {before} "
-                    f"earlier in the lesson, but now it is {real.group()}")
+    """Check the bound values of one matched pair of lines, one-to-one: a
+    value the README shows again must be the same real value, and a real
+    value can stand for only one README value. None if they agree with
+    everything seen before in the lesson (and then they are noted), else why
+    not (and nothing is noted)."""
+    found = _line_match(expected, actual)
+    if found is None:
+        return "the line does not match"
+    shown = _shown_values(expected)
+    real = list(found.groups())     # in the order the README line shows them
+    forward, backward = bindings.setdefault("shown", {}), bindings.setdefault("real", {})
+    new: dict = {}
+    for (kind, value), actual_value in zip(shown, real):
+        key, real_key = (kind, value), (kind, actual_value)
+        before = forward.get(key, new.get(key))
+        if before is not None and before != actual_value:
+            return (f"the README shows {kind} {value} again, which stood for {before} "
+                    f"earlier in the lesson, but now it is {actual_value}")
+        owner = backward.get(real_key) or next((k[1] for k, v in new.items() if (k[0], v) == real_key), None)
+        if owner is not None and owner != value:
+            return (f"the README shows two different {kind}s, {owner} and {value}, "
+                    f"but both are {actual_value} in the real output")
+        new[key] = actual_value
+    for (kind, value), actual_value in new.items():
+        forward[(kind, value)] = actual_value
+        backward[(kind, actual_value)] = value
     return None
 
 
 def compare(expected: list[str], actual: list[str], bindings: dict) -> str | None:
     """None if the output is what the README shows, else why not."""
-    wanted = [line for line in expected if line.strip()]
-    got = [line for line in actual if line.strip()]
+    wanted = forgive_ages([line for line in expected if line.strip()])
+    got = forgive_ages([line for line in actual if line.strip()])
     pairs = _align(wanted, got)
     if pairs is None:
         return "the output differs from the README\n" + diff(wanted, got)
@@ -279,7 +371,7 @@ class Command:
 @dataclass
 class Step:
     line: int
-    options: dict              # background, interrupt, kill, skip: True; until: seconds
+    options: dict              # background, interrupt, kill, skip, any order: True; until: seconds; exits: code
     commands: list[Command]
     expected: list[str]        # a block with no command: what a background terminal shows
 
@@ -293,10 +385,14 @@ def parse_options(text: str, where: str) -> dict:
         return {"skip": True}   # the rest is the reason, for the reader
     if kind in ("background", "interrupt", "kill") and len(words) == 1:
         return {kind: True}
+    if kind == "interrupt" and len(words) == 3 and words[1] == "exits" and re.fullmatch(r"\d+", words[2]):
+        return {"interrupt": True, "exits": int(words[2])}
+    if words == ["any", "order"]:
+        return {"any order": True}
     if kind == "until" and len(words) == 2 and re.fullmatch(r"\d+s", words[1]):
         return {"until": float(words[1][:-1])}
-    raise ValueError(f"{where}: unknown lesson marker {text!r}; use background, interrupt, kill, "
-                     "until 60s (seconds) or skip (why)")
+    raise ValueError(f"{where}: unknown lesson marker {text!r}; use background, interrupt, "
+                     "interrupt exits N, kill, any order, until 60s (seconds) or skip (why)")
 
 
 def parse_block(source: str, first_line: int, options: dict, where: str) -> Step:
@@ -335,24 +431,67 @@ def parse_block(source: str, first_line: int, options: dict, where: str) -> Step
 
 class LessonParser:
     """Sybil parser: each ```console block, with the options of the
-    <!-- lesson: ... --> comment on the line right above it, is one step."""
+    <!-- lesson: ... --> comment on the line right above it, is one step.
+    A marker with no block under it (`kill`, `interrupt`: steps that print
+    nothing) is a step of its own, so the page shows no empty box."""
 
     def __init__(self):
         self.lexer = FencedCodeBlockLexer("console")
 
     def __call__(self, document: Document):
-        for region in self.lexer(document):
+        blocks = list(self.lexer(document))
+        marked_blocks = set()
+        for region in blocks:
             above = document.text[:region.start].splitlines()[-1:] or [""]
             first_line = document.text.count("\n", 0, region.start) + 2
             where = f"{document.path}:{first_line - 1}"
             found = OPTIONS.match(above[0].strip())
+            if found:
+                marked_blocks.add(first_line - 2)
             options = parse_options(found.group("options"), f"{document.path}:{first_line - 2}") if found else {}
             step = parse_block(region.lexemes["source"], first_line, options, where)
             yield Region(region.start, region.end, step, evaluate_step)
+        position = 0
+        for number, line in enumerate(document.text.splitlines(keepends=True), 1):
+            start, position = position, position + len(line)
+            found = OPTIONS.match(line.strip())
+            if not found or number in marked_blocks:
+                continue
+            options = parse_options(found.group("options"), f"{document.path}:{number}")
+            if not (options.keys() & {"kill", "interrupt", "skip"}):
+                raise ValueError(f"{document.path}:{number}: the marker {line.strip()} must be right above "
+                                 "the ```console block it is for (no blank line between)")
+            if "skip" not in options:
+                yield Region(start, start + len(line.rstrip("\n")), Step(number, options, [], []), evaluate_step)
 
 
 def lesson_document(readme: Path) -> Document:
     return Sybil(parsers=[LessonParser()]).parse(readme)
+
+
+def lesson_files(chapter: Path) -> list[Path]:
+    """A chapter's lesson, in the order it is played as one session: the
+    README (if it has steps) and then lesson-1-*.md, lesson-2-*.md, ..."""
+    def number(path: Path) -> int:
+        return int(re.match(r"lesson-(\d+)-", path.name).group(1))
+    parts = sorted((p for p in chapter.glob("lesson-*.md") if re.match(r"lesson-\d+-", p.name)), key=number)
+    readme = chapter / "README.md"
+    return ([readme] if readme.exists() and "```console" in readme.read_text() else []) + parts
+
+
+def play(files: list[Path], session: Session) -> str | None:
+    """Play the files in order in one session; None, or the first failure
+    (which names its file and line)."""
+    from sybil.example import SybilFailure
+    for path in files:
+        document = lesson_document(path)
+        document.namespace["session"] = session
+        try:
+            for example in document.examples():
+                example.evaluate()      # stops at the first step that fails
+        except SybilFailure as failure:
+            return failure.result       # file:line, command, diff: nothing more
+    return None
 
 
 # --- running a step -----------------------------------------------------------------
@@ -368,11 +507,11 @@ def evaluate_step(example) -> str | None:
     try:
         session.check_backgrounds()
         if step.options.get("interrupt"):
-            _interrupt(session, step.expected, where)
+            _interrupt(session, step.expected, where, exit_code=step.options.get("exits", 0))
         elif step.options.get("kill"):
-            _interrupt(session, step.expected, where, signal.SIGKILL)
+            _interrupt(session, step.expected, where, signal.SIGKILL, exit_code=None)
         elif not step.commands:
-            _background_shows(session, step.expected, where)
+            _background_shows(session, step.expected, where, any_order=step.options.get("any order", False))
         for command in step.commands:
             where = f"{example.path}:{command.line}"
             session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
@@ -406,9 +545,12 @@ def _run(session: Session, command: Command, where: str, patience: float) -> Non
 
 
 def _background_shows(session: Session, expected: list[str], where: str,
-                      background: Background | None = None) -> None:
-    """Wait until a background terminal has printed every expected line
-    (in any order), after the lines earlier steps already used."""
+                      background: Background | None = None, any_order: bool = False) -> None:
+    """Wait until a background terminal has printed the expected lines, in
+    the README's order (other lines may come between them), after the lines
+    earlier steps already used; each real line stands for one README line.
+    `any_order` (the `any order` marker) accepts them in any order, for logs
+    of work done in parallel."""
     if background is None:
         if not session.backgrounds:
             raise LessonFailure(f"{where}: output with no command, but no background terminal is running")
@@ -417,9 +559,9 @@ def _background_shows(session: Session, expected: list[str], where: str,
     deadline = time.monotonic() + OUTPUT_WAIT
     while True:
         output = background.output()
-        found = _find_each(wanted, output, background.seen, session.bindings)
+        found = _find_lines(wanted, output, background.seen, session.bindings, any_order)
         if isinstance(found, list):
-            background.seen = min(found, default=background.seen)
+            background.seen = max(found, default=background.seen - 1) + 1
             return
         exited = background.exit_code() is not None and not background.interrupted
         if exited or time.monotonic() >= deadline:
@@ -430,27 +572,40 @@ def _background_shows(session: Session, expected: list[str], where: str,
         time.sleep(0.2)
 
 
-def _find_each(wanted: list[str], output: list[str], start: int, bindings: dict) -> list[int] | str:
-    """The index of a line matching each wanted line, from `start` on; or
-    the wanted lines not found, as text."""
-    normal = [normalise(line) for line in output]
-    indexes, missing = [], []
-    for line in wanted:
-        pattern = _line_pattern(line)
-        index = next((k for k in range(start, len(output)) if pattern.match(normal[k])
-                      and bind(line, output[k], {kind: dict(seen) for kind, seen in bindings.items()}) is None),
+def _find_lines(wanted: list[str], output: list[str], start: int, bindings: dict,
+                any_order: bool) -> list[int] | str:
+    """The index of the real line used for each wanted line, all from
+    `start` on, each used once and, unless any_order, increasing; or the
+    wanted lines not found (from the first one missing), as text. Bindings
+    are noted only if every line is found."""
+    wanted = forgive_ages(wanted, header_lines=output)
+    actual = forgive_ages(output)
+    trial = {kind: dict(seen) for kind, seen in bindings.items()}
+    used: set[int] = set()
+    indexes: list[int] = []
+    position = start
+    for number, line in enumerate(wanted):
+        candidates = range(start if any_order else position, len(actual))
+        index = next((k for k in candidates if k not in used and _line_match(line, actual[k])
+                      and bind(line, actual[k], {kind: dict(seen) for kind, seen in trial.items()}) is None),
                      None)
         if index is None:
-            missing.append(line)
-        else:
-            bind(line, output[index], bindings)
-            indexes.append(index)
-    return "\n".join(missing) if missing else indexes
+            return "\n".join(wanted[number:])
+        bind(line, actual[index], trial)
+        used.add(index)
+        indexes.append(index)
+        position = index + 1
+    for kind, seen in trial.items():
+        bindings.setdefault(kind, {}).update(seen)
+    return indexes
 
 
-def _interrupt(session: Session, expected: list[str], where: str, signum=signal.SIGINT) -> None:
+def _interrupt(session: Session, expected: list[str], where: str, signum=signal.SIGINT,
+               exit_code: int | None = 0) -> None:
     """Ctrl-C (or, with SIGKILL, a pulled plug) in the latest background
-    terminal: it must print the README's lines and stop."""
+    terminal: it must print the README's lines, stop, and (after Ctrl-C)
+    exit with the code the README states: 0 unless the marker says
+    `interrupt exits N`."""
     background = next((b for b in reversed(session.backgrounds) if not b.interrupted), None)
     if background is None:
         raise LessonFailure(f"{where}: nothing running in the background to interrupt")
@@ -458,7 +613,13 @@ def _interrupt(session: Session, expected: list[str], where: str, signum=signal.
     background.signal(signum)
     _background_shows(session, expected, where, background)
     try:
-        background.process.wait(timeout=STOP_WAIT)
+        code = background.process.wait(timeout=STOP_WAIT)
+        code = 128 - code if code < 0 else code     # killed by signal N: a shell says 128 + N
     except subprocess.TimeoutExpired:
         raise LessonFailure(f"{where}: the background command of line {background.line} printed its "
                             f"last words but was still running {STOP_WAIT} s after Ctrl-C") from None
+    if exit_code is not None and code != exit_code:
+        raise LessonFailure(f"{where}: the background command of line {background.line} "
+                            f"(`{background.command}`) exited with code {code} after Ctrl-C, "
+                            f"but the README expects {exit_code}; its last output:\n"
+                            + "\n".join(background.output()[-20:]))

@@ -35,9 +35,12 @@ Some prose.
 $ export GREETING=hello
 $ cd /tmp && echo "$GREETING from $(pwd)"
 hello from /tmp
-$ date -u +%Y-%m-%dT%H:%M:%SZ; echo "pod IP 10.1.2.3, id 0123456789ab, age $((RANDOM % 50 + 1))s"
+$ date -u +%Y-%m-%dT%H:%M:%SZ; echo "pod IP 10.1.2.3, id 0123456789ab"
 2020-01-01T00:00:00Z
-pod IP 172.17.0.9, id fedcba987654, age 3s
+pod IP 172.17.0.9, id fedcba987654
+$ printf 'NAME   IP         AGE\\nweb    10.1.2.4   %ss\\n' $((RANDOM % 50 + 1))
+NAME   IP           AGE
+web    172.17.0.3   3s
 $ printf 'a   b\\tc\\n'
 a b c
 $ seq 1 5
@@ -249,3 +252,212 @@ def test_a_marker_applies_only_to_the_block_right_below_it(tmp_path):
     assert failure is None
     _, failure = run_lesson(tmp_path, "<!-- lesson: skip (not here) -->\n\n```console\n$ false\n```\n")
     assert "exited with code 1" in str(failure)
+
+
+# --- the audit's false passes (issue 25): each passed before the runner was made strict ---
+
+def test_binding_holds_on_lines_with_a_wildcard(tmp_path):
+    """(a) A `...` forgives only the text it covers: the two nodes' IPs are
+    still bound, so two nodes shown with different IPs but really sharing
+    one fail."""
+    _, failure = run_lesson(tmp_path, """\
+```console
+$ printf 'node1   Ready   10.0.0.5   v1\\nnode2   Ready   10.0.0.5   v1\\n'
+node1   Ready   10.0.0.11   ...
+node2   Ready   10.0.0.12   ...
+```
+""")
+    assert failure is not None and "two different ips, 10.0.0.11 and 10.0.0.12" in str(failure)
+
+
+def test_binding_is_one_to_one(tmp_path):
+    """(b) Two different README values cannot stand for one real value."""
+    _, failure = run_lesson(tmp_path, """\
+```console
+$ echo 'pod a 172.17.0.2'; echo 'pod b 172.17.0.2'
+pod a 10.0.0.2
+pod b 10.0.0.3
+```
+""")
+    assert failure is not None and "both are 172.17.0.2" in str(failure)
+    _, failure = run_lesson(tmp_path, """\
+```console
+$ echo 'pod a 172.17.0.2'; echo 'pod b 172.17.0.3'
+pod a 10.0.0.2
+pod b 10.0.0.3
+```
+""")
+    assert failure is None
+
+
+@pytest.mark.parametrize("expected, actual, same", [
+    ("Warning  BackOff  back-off 10s", "Warning  BackOff  back-off 40s", False),
+    ("restarted after 3s", "restarted after 9s", False),
+    ("NAME   AGE\nweb    3s", "NAME   AGE\nweb    2m10s", True),
+    ("Normal  Pulled  2m (x3 over 5m)  kubelet", "Normal  Pulled  7s (x3 over 9s)  kubelet", False),
+])
+def test_ages_are_forgiven_only_in_an_age_column(expected, actual, same):
+    """(c) A line's last word is not an age unless it sits under AGE."""
+    assert matches(expected.split("\n"), actual.split("\n")) is same
+
+
+def test_an_events_age_column_forgives_the_age_but_not_the_count():
+    """(c) In `(xN over AGE)` the count matters, the age does not."""
+    header = "  Type    Reason  Age              From     Message"
+    shown = [header, "  Normal  Pulled  2m (x3 over 5m)  kubelet  pulled"]
+    assert matches(shown, [header, "  Normal  Pulled  7s (x3 over 9s)  kubelet  pulled"])
+    assert not matches(shown, [header, "  Normal  Pulled  7s (x4 over 9s)  kubelet  pulled"])
+
+
+def test_background_excerpts_match_in_order(tmp_path, monkeypatch):
+    """(d) Pending -> ContainerCreating -> Running is checked in that order."""
+    monkeypatch.setattr(runner, "OUTPUT_WAIT", 3)   # a missing line fails at the deadline: keep it short
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ echo Running; echo Pending; echo ContainerCreating; sleep 30
+```
+
+```console
+Pending
+ContainerCreating
+Running
+```
+""")
+    assert failure is not None and "missing lines:\nRunning" in str(failure)
+
+
+def test_one_real_line_stands_for_one_readme_line(tmp_path, monkeypatch):
+    """(d) Two "container died" lines need two real ones, and an excerpt
+    cannot use a line a later excerpt needs twice."""
+    monkeypatch.setattr(runner, "OUTPUT_WAIT", 3)   # a missing line fails at the deadline: keep it short
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ echo 'container died'; echo next; sleep 30
+```
+
+```console
+container died
+container died
+```
+""")
+    assert failure is not None and "missing lines:\ncontainer died" in str(failure)
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ echo 'container died'; echo next; sleep 30
+```
+
+```console
+container died
+```
+
+```console
+container died
+```
+""")
+    assert failure is not None
+
+
+def test_an_any_order_excerpt_still_uses_each_line_once(tmp_path):
+    """(d) Logs of parallel work may say so; each real line is still used once."""
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ echo 'b done'; echo 'a done'; sleep 30
+```
+
+<!-- lesson: any order -->
+```console
+a done
+b done
+```
+""")
+    assert failure is None
+
+
+def test_an_interrupted_terminal_must_exit_with_the_code_the_readme_says(tmp_path):
+    """(e) After Ctrl-C the exit code counts: 0 unless `interrupt exits N`."""
+    lesson = """\
+<!-- lesson: background -->
+```console
+$ trap 'echo bye; exit 3' INT; echo up; while true; do sleep 0.1; done
+up
+```
+
+<!-- lesson: {marker} -->
+```console
+bye
+```
+"""
+    _, failure = run_lesson(tmp_path, lesson.format(marker="interrupt"))
+    assert failure is not None and "exited with code 3 after Ctrl-C, but the README expects 0" in str(failure)
+    _, failure = run_lesson(tmp_path, lesson.format(marker="interrupt exits 3"))
+    assert failure is None
+
+
+def test_a_loopback_or_any_address_is_compared_as_written(tmp_path):
+    """(f) 127.0.0.1:8080 is not 0.0.0.0:8080, even the first time."""
+    assert not matches(["listening on 127.0.0.1:8080"], ["listening on 0.0.0.0:8080"])
+    assert matches(["listening on 127.0.0.1:8080"], ["listening on 127.0.0.1:8080"])
+    assert matches(["pod at 10.0.0.2"], ["pod at 172.17.0.4"])
+
+
+def test_a_marker_alone_is_a_step_with_no_empty_box(tmp_path):
+    """`kill` (and `interrupt`) with nothing printed need no empty block."""
+    session, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ echo up; sleep 60
+up
+```
+
+<!-- lesson: kill -->
+
+Prose after the step.
+""")
+    assert failure is None
+    assert session.backgrounds[0].exit_code() == -9
+
+
+def test_a_lesson_in_parts_is_one_session_and_failures_name_the_part(tmp_path):
+    """README.md then lesson-1-*.md, lesson-2-*.md ... (numeric order) are
+    played as one session: state and background terminals carry over."""
+    (tmp_path / "README.md").write_text("An index, no steps.\n")
+    (tmp_path / "lesson-1-start.md").write_text("""\
+```console
+$ export COLOUR=blue
+```
+
+<!-- lesson: background -->
+```console
+$ echo serving; sleep 60
+serving
+```
+""")
+    (tmp_path / "lesson-2-go-on.md").write_text("""\
+```console
+$ echo "$COLOUR"
+blue
+```
+
+<!-- lesson: interrupt exits 130 -->
+""")
+    (tmp_path / "lesson-10-last.md").write_text("""\
+Some prose.
+
+```console
+$ echo red
+green
+```
+""")
+    files = runner.lesson_files(tmp_path)
+    assert [f.name for f in files] == ["lesson-1-start.md", "lesson-2-go-on.md", "lesson-10-last.md"]
+    session = Session(tmp_path, cwd=tmp_path)
+    try:
+        problem = runner.play(files, session)
+    finally:
+        session.close()
+    assert problem is not None and problem.startswith(f"{tmp_path / 'lesson-10-last.md'}:4")
+    assert session.backgrounds[0].interrupted
