@@ -76,7 +76,9 @@ class EventLog:
 
         `start_rv` names the first segment of a data directory that has no
         log yet: nothing before it can be replayed."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self.directory.is_dir():
+            self.directory.mkdir(parents=True)
+            fsync_dir(self.directory.parent)    # the log's directory itself survives a power cut
         paths = sorted(self.directory.glob("*.log"))
         self._segments = [_Segment(path, int(path.stem)) for path in paths if path.stem.isdigit()]
         records: list[dict] = []

@@ -123,6 +123,7 @@ class FileStore:
         self.registry_dir = self.root / "registry"
         try:
             self.registry_dir.mkdir(parents=True, exist_ok=True)
+            _fsync_dir(self.root)                 # the name "registry" itself survives a power cut
             probe = self.root / f".tmp-{uuid.uuid4().hex}"
             probe.write_bytes(b"")
             probe.unlink()
@@ -359,8 +360,9 @@ class FileStore:
         """Make every rename so far durable, then let the log drop old lines:
         no start-up will need them to finish a write."""
         directories = set(self._unsynced_dirs)
-        for directory in self._unsynced_dirs:    # and the new directories' own names
-            directories.update(parent for parent in directory.parents if self.registry_dir in parent.parents)
+        for directory in self._unsynced_dirs:    # and the new directories' own names, up to registry/
+            directories.update(parent for parent in directory.parents
+                               if parent == self.registry_dir or self.registry_dir in parent.parents)
         for directory in directories:
             _fsync_dir(directory)
         self._unsynced_dirs.clear()
