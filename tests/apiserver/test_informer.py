@@ -386,20 +386,23 @@ def test_resync_calls_update_with_the_same_object_for_every_cached_one(client, n
 
 
 def test_a_field_selector_informer_sees_a_pod_when_it_is_bound(client, namespace):
-    informer = started(Informer(client, "v1", "pods", field_selector="spec.nodeName=node1",
+    # A node name of this test's own: the informer watches every namespace,
+    # and other tests on the shared server bind pods to node1.
+    node = f"{namespace}-node"
+    informer = started(Informer(client, "v1", "pods", field_selector=f"spec.nodeName={node}",
                                 watch_timeout_seconds=30))
     recorder = Recorder(informer)
     try:
-        client.create("v1", "pods", pod("elsewhere", nodeName="node2"), namespace)
+        client.create("v1", "pods", pod("elsewhere", nodeName=f"{namespace}-other-node"), namespace)
         client.create("v1", "pods", pod("web"), namespace)
         assert informer.get(namespace, "web") is None
         client.create_subresource("v1", "pods", namespace, "web", "binding",
                                   {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"},
-                                   "target": {"apiVersion": "v1", "kind": "Node", "name": "node1"}})
+                                   "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
         wait_for(lambda: informer.get(namespace, "web"), timeout=10, what="the bound pod in the cache")
-        assert informer.get(namespace, "web")["spec"]["nodeName"] == "node1"
+        assert informer.get(namespace, "web")["spec"]["nodeName"] == node
         client.delete("v1", "pods", namespace, "web", grace_period_seconds=0)
-        client.create("v1", "pods", pod("zz-last", nodeName="node1"), namespace)
+        client.create("v1", "pods", pod("zz-last", nodeName=node), namespace)
         wait_for(lambda: ("add", "zz-last") in recorder.events, timeout=10, what="the last pod")
         assert recorder.events == [("add", "web"), ("delete", "web"), ("add", "zz-last")]
         assert informer.get(namespace, "elsewhere") is None

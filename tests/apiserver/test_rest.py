@@ -169,7 +169,7 @@ def test_pagination_with_limit_and_continue(api, namespace):
     for i in range(7):
         api.post(path, {"metadata": {"name": f"c{i}"}})
     seen, token = [], None
-    while True:
+    for _ in range(10):                   # 7 items in pages of 3: three pages, never a loop
         page = api.get(path, params={"limit": 3, **({"continue": token} if token else {})}).json()
         seen += [o["metadata"]["name"] for o in page["items"]]
         token = page["metadata"].get("continue")

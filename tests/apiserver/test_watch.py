@@ -69,7 +69,9 @@ def test_reconnecting_from_the_last_version_misses_nothing_and_repeats_nothing(a
         writer_done.set()
     threading.Thread(target=writer).start()
     seen = []
+    deadline = time.monotonic() + 60      # 60 writes; far more than they take, but never a hang
     while len(seen) < 60:
+        assert time.monotonic() < deadline, f"the watches stopped delivering: {len(seen)} of 60 events seen"
         # short watches that end on their own: each one resumes where the last stopped
         for event in _collect(api, path, {"resourceVersion": last, "timeoutSeconds": 1}, 7):
             seen.append(event["object"]["metadata"]["name"])

@@ -288,7 +288,7 @@ def test_run_stops_leading_at_once_when_another_holds_the_lease():
     api, clock = FakeLeases(), FakeClock()
 
     def someone_takes_it():                     # runs beside a's renewals: retries its own 409s
-        while True:
+        for _ in range(1000):                   # a bound, not a hang, should a's renewals never pause
             lease = api.get(COORDINATION, "leases", "kube-system", "kube-scheduler")
             lease["spec"]["holderIdentity"] = OTHER
             try:
@@ -296,6 +296,7 @@ def test_run_stops_leading_at_once_when_another_holds_the_lease():
                 return
             except Conflict:
                 continue
+        raise AssertionError("1000 conflicts in a row: the lease never stood still long enough to take")
 
     a = elector(api, ME, clock, retry_period=0.001, on_started_leading=someone_takes_it)
     assert a.run(threading.Event()) is False
