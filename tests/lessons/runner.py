@@ -377,6 +377,13 @@ class Step:
 
 
 def parse_options(text: str, where: str) -> dict:
+    """One marker's options; several are separated by commas
+    (`background, any order`)."""
+    if "," in text:
+        options: dict = {}
+        for part in text.split(","):
+            options.update(parse_options(part, where))
+        return options
     words = text.split()
     if not words:
         raise ValueError(f"{where}: an empty lesson marker")
@@ -517,7 +524,8 @@ def evaluate_step(example) -> str | None:
             session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
             if step.options.get("background"):
                 background = session.start_background(command.machine, command.text, command.line)
-                _background_shows(session, command.expected, where, background)
+                _background_shows(session, command.expected, where, background,
+                                  any_order=step.options.get("any order", False))
             else:
                 _run(session, command, where, step.options.get("until", 0.0))
         session.check_backgrounds()   # a terminal that died during this step

@@ -461,3 +461,16 @@ green
         session.close()
     assert problem is not None and problem.startswith(f"{tmp_path / 'lesson-10-last.md'}:4")
     assert session.backgrounds[0].interrupted
+
+
+def test_markers_combine_with_commas(tmp_path):
+    """`background, any order`: a program that starts several things at once."""
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background, any order -->
+```console
+$ echo 'node registered'; echo 'kubelet started'; sleep 30
+kubelet started
+node registered
+```
+""")
+    assert failure is None
