@@ -320,7 +320,9 @@ class FileStore:
     def _wait_published(self, commit: "_Commit") -> None:
         with self._published_changed:
             self._published_changed.wait_for(lambda: commit.done)
+    # [END group-commit]
 
+    # [START group-commit-publish]
     def _publish_ready(self) -> None:
         """Publish the writes at the head of the queue whose fsync is done."""
         with self._lock:
@@ -354,7 +356,7 @@ class FileStore:
             for commit in batch:
                 commit.done = True
             self._published_changed.notify_all()
-    # [END group-commit]
+    # [END group-commit-publish]
 
     def _checkpoint(self, last_rv: int) -> None:
         """Make every rename so far durable, then let the log drop old lines:

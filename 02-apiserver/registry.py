@@ -83,15 +83,17 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
              ("crd", "crds"), ("status",), ("api-extensions",)),    # your own kinds: custom_resources.py
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces
-    # Not stored: a question for the authorizer (`kubectl auth can-i`), see access_review.py.
+)
+# [END resource-table]
+# Not stored: questions for the authorizer, see access_review.py.
+RESOURCES += (
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,
-             verbs=("create",)),
+             verbs=("create",)),          # `kubectl auth can-i`
     Resource("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", False,
              verbs=("create",)),          # `kubectl auth can-i --list`
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False,
              verbs=("create",)),          # `kubectl auth whoami`
 )
-# [END resource-table]
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES}

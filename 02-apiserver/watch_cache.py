@@ -85,7 +85,9 @@ class WatchCache:
             else:
                 high = middle
         return low
+    # [END watch-history]
 
+    # [START watch-events-after]
     def events_after(self, rv: int, deadline: float, wakeup: float = 1.0) -> Iterator[Event | None]:
         """Yield every event newer than `rv` as it happens, until `deadline`.
 
@@ -107,7 +109,7 @@ class WatchCache:
             yield from batch              # sent outside the lock: writers never wait for a slow client
             if not batch:
                 yield None
-# [END watch-history]
+# [END watch-events-after]
 
     @property
     def horizon(self) -> int:
