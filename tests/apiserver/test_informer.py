@@ -427,7 +427,8 @@ def test_stop_is_prompt_even_in_a_long_watch(client, namespace):
     wait_for(lambda: informer._watch is not None, timeout=10, what="an open watch")
     started_at = time.monotonic()
     informer.stop()
-    assert time.monotonic() - started_at < 2 and not informer._thread.is_alive()
+    # far under the 300 s watch it interrupts, with room for a busy machine
+    assert time.monotonic() - started_at < 10 and not informer._thread.is_alive()
 
 
 def test_an_unreachable_server_is_retried_with_back_off_until_it_appears(tmp_path):

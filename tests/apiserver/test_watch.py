@@ -50,10 +50,11 @@ def test_watch_without_a_version_starts_with_the_current_objects(api, namespace)
 
 def test_headers_arrive_before_any_event(api, namespace):
     """kubectl waits for the headers: a quiet watch must not look dead."""
-    started = time.monotonic()
     response = api.get(f"/api/v1/namespaces/{namespace}/pods", stream=True, timeout=5,
                        params={"watch": "true", "resourceVersion": _rv(api.get("/api/v1/namespaces"))})
-    assert response.status_code == 200 and time.monotonic() - started < 2
+    # No event ever comes on this watch: had the server held the headers back
+    # until one, the 5 s read timeout above would have failed the test.
+    assert response.status_code == 200
     assert response.headers["Transfer-Encoding"] == "chunked"
     response.close()
 

@@ -269,29 +269,30 @@ def test_back_off_grows_exponentially_up_to_the_maximum(rate_limited, base, maxi
 
 
 def test_forget_starts_the_back_off_over(rate_limited):
-    queue = rate_limited(base_delay=0.02, max_delay=1.0)
-    for _ in range(4):  # 0.02, 0.04, 0.08, 0.16: the next would be 0.32
+    queue = rate_limited(base_delay=0.1, max_delay=5.0)
+    for _ in range(4):  # 0.1, 0.2, 0.4, 0.8: the next would be 1.6
         queue.add_rate_limited("a")
-        queue.done(queue.get(timeout=2))
+        queue.done(queue.get(timeout=5))
     queue.forget("a")
     assert queue.num_requeues("a") == 0
     start = time.monotonic()
     queue.add_rate_limited("a")
-    assert queue.get(timeout=2) == "a"
-    assert 0.02 <= time.monotonic() - start < 0.3
+    assert queue.get(timeout=5) == "a"
+    # back at the base delay: well under the 1.6 s the fifth delay would be, with room for a busy machine
+    assert 0.1 <= time.monotonic() - start < 1.2
     assert queue.num_requeues("a") == 1
 
 
 def test_each_key_backs_off_on_its_own(rate_limited):
-    queue = rate_limited(base_delay=0.02, max_delay=1.0)
-    for _ in range(5):  # flaky's next delay would be 0.64
+    queue = rate_limited(base_delay=0.05, max_delay=5.0)
+    for _ in range(5):  # flaky's next delay would be 1.6
         queue.add_rate_limited("flaky")
     assert queue.num_requeues("flaky") == 5
     assert queue.num_requeues("fine") == 0
     start = time.monotonic()
     queue.add_rate_limited("fine")  # its first failure: the base delay, not 0.64
     assert queue.num_requeues("fine") == 1
-    assert queue.get(timeout=2) == "flaky"  # its first add_after, at 0.02, stands
+    assert queue.get(timeout=5) == "flaky"  # its first add_after, at 0.05, stands
     queue.done("flaky")
-    assert queue.get(timeout=2) == "fine"
-    assert time.monotonic() - start < 0.5
+    assert queue.get(timeout=5) == "fine"
+    assert time.monotonic() - start < 1.2    # fine's own 0.05 s, not flaky's 1.6 s (room for a busy machine)

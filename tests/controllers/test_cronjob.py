@@ -52,7 +52,7 @@ def test_a_long_outage_is_counted_without_walking_every_minute():
     started = time.monotonic()
     due = due_run(cron.parse("* * * * *"), at("2020-01-01 00:00"), at("2026-11-23 10:00:30"))
     assert due.run == at("2026-11-23 10:00") and due.missed > 100
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10     # walking ~3.6 million minutes one by one would take minutes
 
 
 @pytest.mark.parametrize("schedule, error", [
