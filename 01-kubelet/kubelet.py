@@ -113,7 +113,9 @@ class Kubelet:
         self._report_to_sources(desired, actual)
         self.syncs += 1
         self._sweep_orphan_volumes(set(desired) | set(actual))
+    # [END sync-loop]
 
+    # [START sync-pod]
     def sync_pod(self, pod: dict, containers: list[ContainerInfo]) -> None:
         """Compare, decide, hand the actions to a worker, report status."""
         uid = pod["metadata"]["uid"]
@@ -123,7 +125,7 @@ class Kubelet:
         if actions:
             self._submit(uid, cfg.pod_key(pod), self.worker.apply, pod, containers, actions)
         self._update_status(pod, containers)
-    # [END sync-loop]
+    # [END sync-pod]
 
     def _sources_ready(self) -> bool:
         """Have all sources said what they want? A kubelet that has just

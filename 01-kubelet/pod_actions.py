@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pod_config as cfg
 from common.backoff import Backoff
@@ -26,7 +27,7 @@ class Start:
     container: dict       # the container's spec
     restart_count: int
     after_crash: bool     # counts toward the crash-loop back-off
-    backoff_key: tuple
+    backoff_key: cfg.BackoffKey
 
 
 @dataclass
@@ -59,9 +60,8 @@ def _order(c: ContainerInfo):
 def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dict[str, Waiting],
                         failed_liveness: dict[str, str], crash_backoff: Backoff,
                         start_backoff: Backoff, now: float | None = None) -> PodActions:
+    """Compare the pod's spec with what runs; say what to do, do nothing."""
     now = time.time() if now is None else now
-    spec = pod["spec"]
-    policy = spec.get("restartPolicy", "Always")
     actions = PodActions()
     sandboxes = sorted((c for c in containers if c.name == cfg.SANDBOX_NAME), key=_order, reverse=True)
     sandbox = sandboxes[0] if sandboxes else None
@@ -69,58 +69,79 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
     actions.remove += sandboxes[1:]            # leftovers of earlier attempts
 
     apps = [c for c in containers if c.name != cfg.SANDBOX_NAME]
-    for container in spec["containers"]:
-        name, key = container["name"], cfg.backoff_key(pod, container)
-        current, previous = latest_two(apps, name)
-        # Keep the current container and the one before it (for
-        # `logs --previous` and lastState); older ones go.
-        actions.remove += [c for c in apps if c.name == name and c not in (current, previous)]
-        if current is None:
-            start = Start(container, 0, False, key)
-        elif current.running:
-            why = _why_kill(pod, container, current, sandbox if sandbox_ok else None, failed_liveness)
-            if why is None:
-                continue                       # running as specified: nothing to do
-            actions.kill.append((current, why))
-            if policy == "Never" and not why.startswith("its spec"):
-                continue                       # stopped for good
-            start = Start(container, current.restart_count + 1, why.startswith("Liveness"), key)
-        elif current.never_started:            # the kubelet died between create and start
-            actions.remove.append(current)
-            start = Start(container, current.restart_count, False, key)
-        elif current.hash != key[2]:           # a new spec runs, whatever the restartPolicy
-            start = Start(container, current.restart_count + 1, False, key)
-        elif should_restart(policy, current):
-            if crash_backoff.in_backoff_since(key, current.finished_at or now):
-                actions.waiting[name] = Waiting("CrashLoopBackOff", _crash_message(pod, name, crash_backoff.delay(key)),
-                                                now, key[2])
-                continue
-            start = Start(container, current.restart_count + 1, True, key)
-        else:
-            continue                           # finished for good under restartPolicy
-        before = waiting.get(name)
-        if _held_back(before, key, start_backoff):
+    for container in pod["spec"]["containers"]:
+        start = plan_container(pod, container, apps, sandbox if sandbox_ok else None, actions,
+                               failed_liveness, crash_backoff, now)
+        before = waiting.get(container["name"])
+        if start and _held_back(before, start.backoff_key, start_backoff):
             reason = "ImagePullBackOff" if before.reason == "ErrImagePull" else before.reason
-            actions.waiting[name] = Waiting(reason, before.message, before.since, before.hash)
-            continue
-        actions.start.append(start)
+            actions.waiting[container["name"]] = Waiting(reason, before.message, before.since, before.hash)
+        elif start:
+            actions.start.append(start)
 
     # Containers no longer in the spec (edited out of the manifest) go.
-    names = {c["name"] for c in spec["containers"]}
+    names = {c["name"] for c in pod["spec"]["containers"]}
     for stray in (c for c in apps if c.name not in names):
         if stray.running:
             actions.kill.append((stray, "no longer in the pod's spec"))
         actions.remove.append(stray)
+    plan_sandbox(pod, sandbox, sandbox_ok, apps, waiting, start_backoff, actions)
+    return actions
+# [END compute-pod-actions]
 
-    still_running = [c for c in apps if c.running and c not in (k for k, _ in actions.kill)]
+
+# [START plan-container]
+def plan_container(pod: dict, container: dict, apps: list[ContainerInfo], sandbox: ContainerInfo | None,
+                   actions: PodActions, failed_liveness: dict[str, str], crash_backoff: Backoff,
+                   now: float) -> Start | None:
+    """One container of the spec: the Start it needs, or None. Kills,
+    removals and crash-loop waits go into `actions` on the way."""
+    name, key = container["name"], cfg.backoff_key(pod, container)
+    policy = pod["spec"].get("restartPolicy", "Always")
+    current, previous = latest_two(apps, name)
+    # Keep the current container and the one before it (for
+    # `logs --previous` and lastState); older ones go.
+    actions.remove += [c for c in apps if c.name == name and c not in (current, previous)]
+    if current is None:
+        return Start(container, restart_count=0, after_crash=False, backoff_key=key)
+    if current.running:
+        kill = _why_kill(pod, container, current, sandbox, failed_liveness)
+        if kill is None:
+            return None                        # running as specified: nothing to do
+        actions.kill.append((current, kill.message))
+        if policy == "Never" and kill.cause != SPEC_CHANGED:
+            return None                        # stopped for good
+        return Start(container, current.restart_count + 1, after_crash=kill.cause == LIVENESS_FAILED, backoff_key=key)
+    if current.never_started:                  # the kubelet died between create and start
+        actions.remove.append(current)
+        return Start(container, current.restart_count, after_crash=False, backoff_key=key)
+    if current.hash != key.spec_hash:          # a new spec runs, whatever the restartPolicy
+        return Start(container, current.restart_count + 1, after_crash=False, backoff_key=key)
+    if not should_restart(policy, current):
+        return None                            # finished for good under restartPolicy
+    if crash_backoff.in_backoff_since(key, current.finished_at or now):
+        message = _crash_message(pod, name, crash_backoff.delay(key))
+        actions.waiting[name] = Waiting("CrashLoopBackOff", message, now, key.spec_hash)
+        return None
+    return Start(container, current.restart_count + 1, after_crash=True, backoff_key=key)
+# [END plan-container]
+
+
+# [START plan-sandbox]
+def plan_sandbox(pod: dict, sandbox: ContainerInfo | None, sandbox_ok: bool, apps: list[ContainerInfo],
+                 waiting: dict[str, Waiting], start_backoff: Backoff, actions: PodActions) -> None:
+    """Containers to start need a running sandbox; a pod whose containers
+    are all done for good no longer needs one."""
+    killed = [k for k, _ in actions.kill]
+    still_running = [c for c in apps if c.running and c not in killed]
     if actions.start and not sandbox_ok:
         failed = waiting.get(cfg.SANDBOX_NAME)
-        key = (pod["metadata"]["uid"], cfg.SANDBOX_NAME, cfg.sandbox_hash(pod))
+        key = cfg.BackoffKey(pod["metadata"]["uid"], cfg.SANDBOX_NAME, cfg.sandbox_hash(pod))
         if _held_back(failed, key, start_backoff):   # the last sandbox failed: wait
             for start in actions.start:
                 actions.waiting[start.container["name"]] = Waiting("ContainerCreating", failed.message, failed.since)
             actions.start = []
-            return actions
+            return
         # A new sandbox is a new network namespace: everything restarts in it.
         actions.create_sandbox = True
         actions.sandbox_attempt = sandbox.restart_count + 1 if sandbox else 0
@@ -129,14 +150,13 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
             actions.remove.append(sandbox)
     elif sandbox_ok and not (actions.start or actions.waiting or actions.kill or still_running):
         actions.stop_sandbox = True            # every container is done for good
-    return actions
-# [END compute-pod-actions]
+# [END plan-sandbox]
 
 
-def _held_back(failure: Waiting | None, key: tuple, start_backoff: Backoff) -> bool:
+def _held_back(failure: Waiting | None, key: cfg.BackoffKey, start_backoff: Backoff) -> bool:
     """Did the last attempt to start this very spec fail, and is its
     back-off still running?"""
-    return (failure is not None and failure.reason in START_FAILURES and failure.hash == key[2]
+    return (failure is not None and failure.reason in START_FAILURES and failure.hash == key.spec_hash
             and start_backoff.in_backoff_since(key, failure.since))
 
 
@@ -145,12 +165,20 @@ def _crash_message(pod: dict, name: str, delay: float) -> str:
     return f"back-off {delay:g}s restarting failed container={name} pod={meta['name']}_{meta['namespace']}({meta['uid']})"
 
 
+class Kill(NamedTuple):
+    cause: str          # SANDBOX_CHANGED, SPEC_CHANGED or LIVENESS_FAILED: what decides the restart
+    message: str        # what the log and the Event say
+
+
+SANDBOX_CHANGED, SPEC_CHANGED, LIVENESS_FAILED = "sandbox changed", "spec changed", "liveness failed"
+
+
 def _why_kill(pod: dict, container: dict, current: ContainerInfo, sandbox: ContainerInfo | None,
-              failed_liveness: dict[str, str]) -> str | None:
+              failed_liveness: dict[str, str]) -> Kill | None:
     if sandbox is None or current.sandbox_id != sandbox.id:
-        return "the pod's sandbox changed"
+        return Kill(SANDBOX_CHANGED, "the pod's sandbox changed")
     if current.hash != cfg.container_hash(pod, container):
-        return "its spec changed"
+        return Kill(SPEC_CHANGED, "its spec changed")
     if current.id in failed_liveness:
-        return f"Liveness probe failed: {failed_liveness[current.id]}"
+        return Kill(LIVENESS_FAILED, f"Liveness probe failed: {failed_liveness[current.id]}")
     return None

@@ -7,6 +7,8 @@ spec. The Docker runtime (docker_runtime.py) turns these into API calls.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import hashlib
 import json
 import re
@@ -88,10 +90,16 @@ def empty_dirs(pod: dict) -> list[dict]:
     return [v for v in pod["spec"].get("volumes") or [] if "emptyDir" in v]
 
 
-def backoff_key(pod: dict, container: dict) -> tuple[str, str, str]:
+class BackoffKey(NamedTuple):
+    pod_uid: str
+    container: str
+    spec_hash: str
+
+
+def backoff_key(pod: dict, container: dict) -> BackoffKey:
     """Back-off belongs to one container *spec* (Kubernetes keys it with the
     spec's hash too): fixing a crashing container's image starts it at once."""
-    return pod["metadata"]["uid"], container["name"], container_hash(pod, container)
+    return BackoffKey(pod["metadata"]["uid"], container["name"], container_hash(pod, container))
 
 
 # --- environment ------------------------------------------------------------

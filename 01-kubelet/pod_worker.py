@@ -86,7 +86,7 @@ class PodWorker:
                            and c not in actions.remove)
             return current.id, self.host_ip if host_network else current.ip
         key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
-        backoff_key = (uid, cfg.SANDBOX_NAME, cfg.sandbox_hash(pod))
+        backoff_key = cfg.BackoffKey(uid, cfg.SANDBOX_NAME, cfg.sandbox_hash(pod))
         try:
             self.runtime.ensure_image(self.pause_image, "IfNotPresent")
             sandbox_id = self.runtime.run_sandbox(pod, self.pause_image, actions.sandbox_attempt)

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"^\s*#\s*\[(START|END) ([A-Za-z0-9_.-]+)\]\s*$")
 QUOTE = re.compile(r"^<!--\s*snippet:\s*(\S+?)#([A-Za-z0-9_.-]+)\s*-->\s*$")
 SOURCE_SUFFIXES = {".py", ".sh"}
+MAX_QUOTED_LINES = 40   # a quoted region longer than this is split: a reader takes it in at once
 
 
 class SnippetError(Exception):

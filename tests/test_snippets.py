@@ -23,6 +23,16 @@ def test_readme_quote_matches_the_code(quote):
     assert problem is None, problem
 
 
+@pytest.mark.parametrize("quote", QUOTES, ids=[f"{q.readme.parent.name}/{q.readme.name}:{q.line}" for q in QUOTES])
+def test_a_quoted_region_is_short_enough_for_a_blog_post(quote):
+    """A quote a reader can take in at once: at most MAX_QUOTED_LINES lines.
+    A longer region is split into named functions, each quoted on its own."""
+    lines = quote.text.count("\n")
+    assert lines <= snippets.MAX_QUOTED_LINES, (
+        f"{quote.readme.relative_to(snippets.ROOT)}:{quote.line}: {quote.source}#{quote.region} is {lines} lines; "
+        f"split it so each quoted region is at most {snippets.MAX_QUOTED_LINES}")
+
+
 def test_a_drifted_quote_is_reported_with_file_line_and_diff(tmp_path):
     (tmp_path / "code.py").write_text("def f():\n    # [START f-body]\n    return 1\n    # [END f-body]\n")
     readme = tmp_path / "README.md"
