@@ -122,8 +122,11 @@ class TaintToleration(Plugin):
     def filter(self, pod, node, state) -> tuple[str, ...]:
         for taint in node.taints:
             if taint.get("effect") in (NO_SCHEDULE, NO_EXECUTE) and not tolerated(pod.tolerations, taint):
-                # Kubernetes no longer names the taint here (values can be private).
-                return ("node(s) had untolerated taint(s)",)
+                # Kubernetes 1.32's wording, naming the first untolerated taint
+                # (pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go,
+                # Filter, at v1.32.0). Later releases print "untolerated taint(s)"
+                # without it, since a taint's value may be private.
+                return (f"node(s) had untolerated taint {{{taint.get('key', '')}: {taint.get('value', '')}}}",)
         return ()
 
     def prepare(self, pod, nodes, state) -> None:

@@ -1,4 +1,20 @@
-"""Pod validation: every error at once, Kubernetes' paths and wording, no crashes."""
+"""Pod validation: every error at once, Kubernetes' paths and wording, no crashes.
+
+Where the wording is Kubernetes': the error types ("Required value",
+"Invalid value", "Unsupported value", ...) are k8s.io/apimachinery v0.32.0
+pkg/util/validation/field/errors.go (ErrorType.String); the name and label
+messages below are pkg/util/validation/validation.go (dns1123LabelErrMsg,
+dns1123SubdomainErrorMsg, qualifiedNameErrMsg, labelValueErrMsg, each through
+RegexError). Checked against that tag, byte for byte.
+
+Where it is ours: every *type* error ("must be a string (put it in
+quotes)", "must be an object", "must be a list of ..."). Kubernetes never
+validates a wrongly typed field: it fails earlier, decoding JSON into Go
+structs (`json: cannot unmarshal number into Go struct field
+ObjectMeta.metadata.name of type string`). We validate the plain dict, so a
+type error is one more FieldError, worded to say what to do; the tests with
+those strings check our own wording (common/validation.py: _type_error).
+"""
 
 import copy
 import re
@@ -12,6 +28,7 @@ from common.validation import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUP
                                is_valid_label_value, is_valid_port_name, validate_annotations,
                                validate_labels, validate_object_meta, validate_pod)
 
+# Kubernetes' wording (apimachinery v0.32.0 pkg/util/validation/validation.go, via RegexError):
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
     "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
@@ -661,6 +678,7 @@ def _all_paths(value, path=()):
 @pytest.mark.parametrize("junk", [pytest.param(j, id=f"junk{i}") for i, j in enumerate(JUNK)])
 def test_junk_at_every_level_gives_errors_not_exceptions(junk):
     pod = valid_pod()
+    rejected = 0
     for path in _all_paths(pod):
         if not path:
             continue
@@ -673,6 +691,10 @@ def test_junk_at_every_level_gives_errors_not_exceptions(junk):
         assert all(isinstance(e, FieldError) for e in errors)
         for error in errors:
             str(error)  # printing never fails either
+        rejected += bool(errors)
+        if path == ("spec",):
+            assert errors, f"a spec of {junk!r} was accepted"
+    assert rejected, f"junk {junk!r} was accepted everywhere: all() over no errors proves nothing"
 
 
 @pytest.mark.parametrize("obj", [

@@ -1,4 +1,11 @@
-"""validate_object for every served kind: Kubernetes' paths and wording, updates, no crashes."""
+"""validate_object for every served kind: Kubernetes' paths and wording, updates, no crashes.
+
+The wording is Kubernetes' (apimachinery v0.32.0 pkg/util/validation, and the
+kinds' own rules in kubernetes/kubernetes pkg/apis/*/validation at v1.32)
+except for type errors ("must be an object", "must be a list ..."), which are
+ours: Kubernetes fails those while decoding JSON, before any validation (see
+test_validation.py's docstring).
+"""
 
 import copy
 import random

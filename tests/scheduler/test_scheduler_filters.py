@@ -84,7 +84,9 @@ def test_node_name(node_name, expected):
 
 # ---------------------------------------------------------------- TaintToleration
 
-UNTOLERATED = ("node(s) had untolerated taint(s)",)
+# Kubernetes 1.32's wording names the first untolerated taint: {key: value}
+# (tainttoleration/taint_toleration.go at v1.32.0).
+UNTOLERATED = ("node(s) had untolerated taint {dedicated: gpu}",)
 GPU = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
 
@@ -98,10 +100,11 @@ GPU = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     ([GPU], [{"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}], UNTOLERATED),
     ([GPU], [{"key": "other", "operator": "Exists"}], UNTOLERATED),
     ([GPU], [{"operator": "Exists"}], FITS),                                        # empty key: every taint
-    ([{"key": "k", "effect": "NoExecute"}], [], UNTOLERATED),
+    ([{"key": "k", "effect": "NoExecute"}], [], ("node(s) had untolerated taint {k: }",)),
     ([{"key": "k", "effect": "NoExecute"}], [{"key": "k", "operator": "Exists", "effect": "NoExecute"}], FITS),
     ([{"key": "k", "effect": "PreferNoSchedule"}], [], FITS),                       # only a preference
-    ([GPU, {"key": "k", "effect": "NoSchedule"}], [{"key": "dedicated", "operator": "Exists"}], UNTOLERATED),
+    ([GPU, {"key": "k", "effect": "NoSchedule"}], [{"key": "dedicated", "operator": "Exists"}],
+     ("node(s) had untolerated taint {k: }",)),                                    # names the one not tolerated
 ])
 def test_taint_toleration_filter(taints, tolerations, expected):
     pod = make_pod(tolerations=tolerations)
