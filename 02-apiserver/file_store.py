@@ -383,32 +383,36 @@ class FileStore:
 
     # [START optimistic-concurrency]
     def update(self, resource, namespace: str, name: str, update_fn) -> dict:
-        with self._lock:
-            current = self._latest(resource, namespace, name)
+        while True:
+            with self._lock:
+                current = self._latest(resource, namespace, name)
             if current is None:
                 raise api_errors.not_found(resource, name)
+            # update_fn runs admission, which may read the store: never under the lock.
             new = update_fn(copy.deepcopy(current))
             expected = new["metadata"].get("resourceVersion")
-            if expected and expected != current["metadata"]["resourceVersion"]:
-                # The client read an older version than the one stored now:
-                # someone else wrote in between. Refuse; the client re-reads and retries.
-                raise api_errors.conflict(resource, name)
-            if _without_version(new) == _without_version(current):
-                # Nothing changed: no new version, no event. If the current
-                # object is itself still on its way to disk, wait for it.
-                pending = self._unpublished.get((resource.group, resource.plural, namespace or "", name))
-                unchanged = True
-            else:
-                unchanged = False
+            with self._lock:
+                if self._latest(resource, namespace, name) is not current:
+                    continue              # someone wrote meanwhile: run update_fn on theirs (a
+                                          # client's stale resourceVersion is then a 409 below)
+                if expected and expected != current["metadata"]["resourceVersion"]:
+                    # The client read an older version than the one stored now:
+                    # someone else wrote in between. Refuse; the client re-reads and retries.
+                    raise api_errors.conflict(resource, name)
+                if _without_version(new) == _without_version(current):
+                    # Nothing changed: no new version, no event. If the current
+                    # object is itself still on its way to disk, wait for it.
+                    pending = self._unpublished.get((resource.group, resource.plural, namespace or "", name))
+                    break
+                pending = None
                 rv = self._stamp(new)
                 commit = self._enqueue(resource, namespace, name, new,
                                        Event("MODIFIED", rv, resource, namespace or "", new, current))
-        if unchanged:
-            if pending is not None:
-                self._wait_published(pending)
-            return current
-        self._commit(commit)
-        return new
+            self._commit(commit)
+            return new
+        if pending is not None:
+            self._wait_published(pending)
+        return current
     # [END optimistic-concurrency]
 
     def delete(self, resource, namespace: str, name: str, precondition=None) -> dict:

@@ -63,6 +63,31 @@ def test_stale_resource_version_is_a_conflict(store):
     assert "the object has been modified" in caught.value.message
 
 
+def test_an_update_may_read_and_write_the_store_without_a_deadlock(store):
+    """update_fn runs admission, and admission may list objects or even write:
+    it runs outside the store's lock (it used to hang the server). A write
+    that lands meanwhile is not lost: update_fn runs again on top of it."""
+    store.create(PODS, pod("web"))
+    calls = []
+
+    def admit_and_label(current):
+        calls.append(current["metadata"]["resourceVersion"])
+        store.list(PODS)                                  # an admission plugin reading
+        if len(calls) == 1:                               # someone else writes meanwhile
+            store.update(PODS, "default", "web", lambda o: {**o, "spec": {"by": "someone else"}})
+        current["metadata"]["labels"] = {"admitted": "yes"}
+        return current
+
+    done = []
+    worker = threading.Thread(target=lambda: done.append(store.update(PODS, "default", "web", admit_and_label)),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert done, "store.update hung: update_fn ran under the store's lock"
+    assert len(calls) == 2 and calls[0] != calls[1]        # ran again on the newer version
+    assert done[0]["spec"] == {"by": "someone else"} and done[0]["metadata"]["labels"] == {"admitted": "yes"}
+
+
 def test_an_update_that_changes_nothing_writes_nothing(store):
     created = store.create(PODS, pod("web"))
     again = store.update(PODS, "default", "web", lambda o: o)
