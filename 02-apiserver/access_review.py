@@ -22,7 +22,7 @@ import decode
 import gauntlet
 import registry
 from authentication import User
-from rest import respond, server
+from request_context import respond, server
 
 bp = Blueprint("access_review", __name__)
 GROUP_VERSION = "authorization.k8s.io/v1"

@@ -84,6 +84,12 @@ def invalid(resource, kind: str, name: str, errors) -> APIError:
     return APIError(422, "Invalid", f'{kind} "{name or ""}" is invalid: {summary}', details)
 
 
+def unauthorized() -> APIError:
+    # Kubernetes says no more than this, whatever went wrong: telling a
+    # stranger "malformed" versus "unknown" only helps them guess.
+    return APIError(401, "Unauthorized", "Unauthorized")
+
+
 def bad_request(message: str) -> APIError:
     return APIError(400, "BadRequest", message)
 

@@ -24,7 +24,9 @@ import metrics
 import objects
 from kubectl_compat import openapi
 from kubectl_compat import openapi_v2
+import deletion
 import rest
+from request_context import respond
 import tokens
 from common.defaults import apply_defaults
 from common.log import get_logger
@@ -45,7 +47,7 @@ DEFAULTS = {
 
 @dataclass
 class APIServer:
-    """What the request handlers share: reached through rest.server()."""
+    """What the request handlers share: reached through request_context.server()."""
     store: FileStore
     watches: WatchCounter
     max_watch_seconds: int
@@ -79,7 +81,7 @@ def create_app(config: dict | None = None) -> Flask:
     if app.config.get("AUTHORIZATION_POLICY_FILE"):
         server.authorizer = abac.ABACAuthorizer(app.config["AUTHORIZATION_POLICY_FILE"])
     app.extensions["apiserver"] = server
-    admission.resume_namespace_deletions(server)
+    deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)
     custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
 
@@ -111,7 +113,7 @@ def _register_error_handlers(app: Flask) -> None:
     # error page would be printed raw.
     @app.errorhandler(api_errors.APIError)
     def api_error(error: api_errors.APIError):
-        return rest.respond(error.status(), error.code)
+        return respond(error.status(), error.code)
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import admission
 import api_errors
+import deletion
 from kubectl_compat import crd_schema
 from kubectl_compat import field_validation
 import registry
@@ -421,7 +422,7 @@ class DefinitionController:
             crd = self.store.update(CRDS, "", name, without_ours)
         if not admission.finalizers(CRDS, crd) and not crd["metadata"].get("deletionGracePeriodSeconds"):
             gone = self.store.delete(CRDS, "", name)
-            admission.deleted(self.server, CRDS, gone)
+            deletion.deleted(self.server, CRDS, gone)
 
 
 def _now() -> str:

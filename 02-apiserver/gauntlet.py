@@ -22,6 +22,7 @@ import abac
 import request_info
 from authentication import INSECURE_USER, User
 from common.log import get_logger
+from request_context import server
 
 SECURE_PORT = "groundup.secure_port"    # set in the WSGI environ by the secure port's server
 HEALTH_PATHS = ("/healthz", "/livez", "/readyz")   # a load balancer asks these without a token
@@ -41,11 +42,6 @@ class SecurePort:
         return self.app(environ, start_response)
 
 
-def _server():
-    from rest import server
-    return server()
-
-
 def on_secure_port() -> bool:
     return bool(request.environ.get(SECURE_PORT))
 
@@ -55,7 +51,7 @@ def authenticate(req) -> User:
     """Who is asking: the token's user on the secure port; the admin on the insecure one."""
     if not req.environ.get(SECURE_PORT):
         return INSECURE_USER
-    user = _server().authenticator(req)      # raises 401 Unauthorized
+    user = server().authenticator(req)      # raises 401 Unauthorized
     g.user = user
     return user
 
@@ -63,7 +59,7 @@ def authenticate(req) -> User:
 def authorize(user: User, info) -> None:
     """May `user` do what `info` (a RequestInfo or abac.Attributes) describes? 403 if not."""
     if on_secure_port():
-        _server().authorizer(user, info)
+        server().authorizer(user, info)
 # [END gauntlet]
 
 

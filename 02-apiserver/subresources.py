@@ -1,4 +1,4 @@
-"""Subresources: scale, binding and log (status lives in rest.py, it is a plain update).
+"""Subresources: scale, binding and log (status lives in writes.py, it is a plain update).
 
 - `deployments/scale` shows a workload as an autoscaling/v1 Scale: what
   `kubectl scale` and autoscalers read and write, whatever the kind.
@@ -18,7 +18,8 @@ import decode
 import objects
 from kubectl_compat import patches
 import registry
-import rest
+import writes
+from request_context import dry_run, existing, respond, server
 from common import field_errors
 from common.selectors import selector_from_label_selector
 
@@ -44,7 +45,7 @@ def _to_scale(obj: dict) -> dict:
 
 
 def get_scale(info):
-    return rest.respond(_to_scale(rest._existing(info)))
+    return respond(_to_scale(existing(info)))
 
 
 def _change_scale(info, new_scale_of):
@@ -65,7 +66,7 @@ def _change_scale(info, new_scale_of):
         if rv:
             current["metadata"]["resourceVersion"] = rv    # the Scale's version guards the update
         return current
-    return rest.respond(_to_scale(rest.update_object(info, change, subresource="scale")))
+    return respond(_to_scale(writes.update_object(info, change, subresource="scale")))
 
 
 def update_scale(info):
@@ -116,11 +117,11 @@ def create_binding(info):
         pod["status"]["conditions"] = conditions + [
             {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": objects.now()}]
         return pod
-    if rest._dry_run():
-        bind(copy.deepcopy(rest._existing(info)))      # every check, no write
+    if dry_run():
+        bind(copy.deepcopy(existing(info)))      # every check, no write
     else:
-        rest.server().store.update(info.resource, info.namespace, info.name, bind)
-    return rest.respond({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
+        server().store.update(info.resource, info.namespace, info.name, bind)
+    return respond({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}, 201)
 # [END binding]
 
 
@@ -128,7 +129,7 @@ def create_binding(info):
 
 def pod_log(info):
     """Pass the request on to the kubelet on the pod's node, and stream its answer back."""
-    pod = rest._existing(info)
+    pod = existing(info)
     node_name = pod["spec"].get("nodeName")
     if not node_name:
         raise api_errors.bad_request(f"pod {info.name} does not have a host assigned")
@@ -137,7 +138,7 @@ def pod_log(info):
     if not container:
         raise api_errors.bad_request(f"a container name must be specified for pod {info.name}, "
                                      f"choose one of: [{' '.join(containers)}]")
-    node = rest.server().store.get(NODES, "", node_name)
+    node = server().store.get(NODES, "", node_name)
     if node is None:
         raise api_errors.not_found(NODES, node_name)
     url = f"{kubelet_url(node)}/containerLogs/{info.namespace}/{info.name}/{container}"

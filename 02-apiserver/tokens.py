@@ -112,12 +112,6 @@ def _digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("ascii")).digest()
 
 
-def unauthorized() -> api_errors.APIError:
-    # Kubernetes says no more than this, whatever went wrong: telling a
-    # stranger "malformed" versus "unknown" only helps them guess.
-    return api_errors.APIError(401, "Unauthorized", "Unauthorized")
-
-
 def bearer_token(headers) -> str | None:
     """The token from `Authorization: Bearer <token>`; None if there is no
     such header; raises 401 for one we cannot read."""
@@ -125,13 +119,13 @@ def bearer_token(headers) -> str | None:
     if not values:
         return None
     if len(values) > 1 or not isinstance(values[0], str) or len(values[0]) > MAX_HEADER:
-        raise unauthorized()
+        raise api_errors.unauthorized()
     # Surrounding whitespace is dropped, as Kubernetes does; inside, exactly
     # one space between scheme and token. The scheme is case-insensitive
     # (RFC 7235), so "bearer" works as in Kubernetes.
     parts = values[0].strip().split(" ")
     if len(parts) != 2 or parts[0].lower() != "bearer" or not _TOKEN.fullmatch(parts[1]):
-        raise unauthorized()
+        raise api_errors.unauthorized()
     return parts[1]
 
 
@@ -161,14 +155,14 @@ class TokenAuthenticator:
         if token is None:
             if self.anonymous:
                 return ANONYMOUS_USER
-            raise unauthorized()
+            raise api_errors.unauthorized()
         presented = _digest(token)
         found = None
         for digest, user in self.entries:
             if hmac.compare_digest(digest, presented) and found is None:
                 found = user
         if found is None:
-            raise unauthorized()
+            raise api_errors.unauthorized()
         return found
 
     def __call__(self, request) -> User:

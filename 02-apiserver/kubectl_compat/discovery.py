@@ -16,7 +16,7 @@ from flask import Blueprint, Response, request
 
 import api_errors
 import registry
-from rest import respond
+from request_context import respond
 
 bp = Blueprint("discovery", __name__)
 # Every discovery route answers with and without a trailing slash, as

@@ -1,0 +1,234 @@
+"""Deletion: now, or marked while finalizers and grace periods run out.
+
+DELETE and DELETE on a collection, the DeleteOptions they carry, the
+finalizers that hold an object back, and, when no controller manager runs
+(the NoControllerManager admission plugin), the emptying of a terminating
+namespace that Kubernetes' namespace controller would do.
+"""
+from __future__ import annotations
+
+from flask import request
+
+import admission
+import api_errors
+import decode
+import objects
+import registry
+from request_context import dry_run, existing, respond, selectors, server
+
+
+def _delete_options() -> dict:
+    body = request.get_data()
+    if not body.strip():
+        return _checked_delete_options({})
+    options = decode.parse_body(body, request.content_type or "application/json")
+    if not isinstance(options, dict):
+        raise api_errors.bad_request("the DELETE body must be a DeleteOptions object")
+    return _checked_delete_options(options)
+
+
+def _checked_delete_options(options: dict) -> dict:
+    """DeleteOptions from the body, and gracePeriodSeconds also from the query."""
+    if "gracePeriodSeconds" in request.args:
+        options["gracePeriodSeconds"] = decode.query_int(request.args, "gracePeriodSeconds")
+    if "propagationPolicy" in request.args:
+        options["propagationPolicy"] = request.args["propagationPolicy"]
+    grace = options.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or not 0 <= grace < 2**31):
+        raise api_errors.bad_request(f"gracePeriodSeconds must be a whole number of seconds, not {grace!r}")
+    policy = options.get("propagationPolicy")
+    if policy is not None and policy not in ("Foreground", "Background", "Orphan"):
+        raise api_errors.bad_request(f'propagationPolicy: Unsupported value: {policy!r}: supported values: '
+                                     '"Foreground", "Background", "Orphan"')
+    orphan = options.get("orphanDependents")      # the deprecated spelling of propagationPolicy
+    if orphan is not None and not isinstance(orphan, bool):
+        raise api_errors.bad_request(f"orphanDependents must be true or false, not {orphan!r}")
+    if orphan is not None and policy is not None:
+        raise api_errors.bad_request("propagationPolicy: Invalid value: orphanDependents and "
+                                     "deletionPropagation cannot be both set")
+    preconditions = options.get("preconditions")
+    if preconditions is not None and (not isinstance(preconditions, dict) or not all(
+            isinstance(preconditions.get(k, ""), str) for k in ("uid", "resourceVersion"))):
+        raise api_errors.bad_request('preconditions must be an object like {"uid": "...", "resourceVersion": "..."}')
+    return options
+
+
+# [START finalizers]
+def delete_object(server_state, resource, namespace: str, name: str, options: dict) -> tuple[dict, bool]:
+    """Delete now, or mark for deletion while something still has to happen.
+
+    Returns (object, gone). An object with finalizers is only marked with a
+    deletionTimestamp, and stays until the controllers that own the
+    finalizers clear them. propagationPolicy Orphan or Foreground adds the
+    garbage collector's finalizer (orphan, foregroundDeletion). A pod running
+    on a node is marked too: its kubelet stops the containers, then deletes
+    it for good (grace period 0)."""
+    store = server_state.store
+    current = store.get(resource, namespace, name)
+    if current is None:
+        raise api_errors.not_found(resource, name)
+    _check_preconditions(current, options, resource)
+    admission.admit_delete(server_state, current, resource)
+    grace = admission.grace_period(server_state, resource, current, options)
+    collector = not admission.without_controller_manager(server_state)
+    finalizers = admission.finalizers_for_delete(resource, current, options, garbage_collector=collector)
+    planned = {**current, "metadata": {**current["metadata"], "finalizers": finalizers}}
+    if admission.finalizers(resource, planned) or grace > 0:
+        def mark(obj: dict) -> dict:
+            meta = obj["metadata"]
+            meta.setdefault("deletionTimestamp", objects.now())
+            meta["deletionGracePeriodSeconds"] = min(grace, meta.get("deletionGracePeriodSeconds", grace))
+            meta.pop("finalizers", None)
+            if finalizers:
+                meta["finalizers"] = finalizers
+            meta.pop("resourceVersion", None)
+            if resource.kind == "Namespace":
+                obj.setdefault("status", {})["phase"] = "Terminating"
+            return obj
+        marked = store.update(resource, namespace, name, _unchanged_since(current, resource, mark))
+        if resource.kind == "Namespace":
+            sync_namespace(server_state, name)
+            marked = store.get(resource, namespace, name) or marked
+        return finish_deletion_if_done(server_state, resource, marked)
+    gone = store.delete(resource, namespace, name, _unchanged_since(current, resource))
+    deleted(server_state, resource, gone)
+    return gone, True
+# [END finalizers]
+
+
+def _unchanged_since(decided_on: dict, resource, then=lambda obj: obj):
+    """The decision to delete (now, or only mark) was made on `decided_on`;
+    if the object changed since (a finalizer added?), refuse with 409 and
+    let the client ask again, rather than act on a stale read."""
+    def check(latest: dict) -> dict:
+        if latest["metadata"].get("resourceVersion") != decided_on["metadata"].get("resourceVersion"):
+            raise api_errors.conflict(resource, decided_on["metadata"]["name"])
+        return then(latest)
+    return check
+
+
+# [START finish-deletion]
+def finish_deletion_if_done(server_state, resource, obj: dict) -> tuple[dict, bool]:
+    """A marked object whose finalizers are cleared and grace period is over goes."""
+    meta = obj["metadata"]
+    if meta.get("deletionTimestamp") and not admission.finalizers(resource, obj) \
+            and not meta.get("deletionGracePeriodSeconds"):
+        try:
+            gone = server_state.store.delete(resource, meta.get("namespace", ""), meta["name"])
+        except api_errors.APIError:
+            return obj, True             # someone else removed it first
+        deleted(server_state, resource, gone)
+        return gone, True
+    return obj, False
+# [END finish-deletion]
+
+
+def _check_preconditions(current: dict, options: dict, resource) -> None:
+    pre = options.get("preconditions") or {}
+    meta = current["metadata"]
+    if pre.get("uid") and pre["uid"] != meta.get("uid"):
+        raise api_errors.conflict(resource, meta["name"], f"Precondition failed: UID in precondition: "
+                                  f"{pre['uid']}, UID in object meta: {meta.get('uid')}")
+    if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+        raise api_errors.conflict(resource, meta["name"], "Precondition failed: ResourceVersion in "
+                                  f"precondition: {pre['resourceVersion']}, ResourceVersion in object "
+                                  f"meta: {meta.get('resourceVersion')}")
+
+
+# Kinds whose DELETE answers with the object itself once it is gone, as in
+# Kubernetes (its ReturnDeletedObject). The others answer a Status naming
+# what went; an object that is only marked for deletion is sent back as is.
+_RETURNS_DELETED_OBJECT = ("Pod", "Service")
+
+
+def delete(info):
+    options = _delete_options()
+    if dry_run():
+        return respond(existing(info))
+    obj, gone = delete_object(server(), info.resource, info.namespace, info.name, options)
+    if gone and info.resource.kind not in _RETURNS_DELETED_OBJECT:
+        details = {"name": info.name, "kind": info.resource.plural, "uid": obj["metadata"].get("uid", "")}
+        if info.resource.group:
+            details["group"] = info.resource.group
+        return respond({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                        "details": details}, 200)
+    return respond(obj, 200)
+
+
+def delete_collection(info):
+    options = _delete_options()
+    labels, fields = selectors(info)
+    items, rv = server().store.list(info.resource, info.namespace or None)
+    deleted = []
+    only_try = dry_run()
+    for obj in items:
+        if labels.matches(obj["metadata"].get("labels")) and fields.matches(obj):
+            if only_try:
+                deleted.append(obj)       # what would go; nothing does
+                continue
+            try:
+                deleted.append(delete_object(server(), info.resource, obj["metadata"].get("namespace", ""),
+                                             obj["metadata"]["name"], options)[0])
+            except api_errors.APIError as error:
+                if error.code != 404:     # deleted meanwhile: fine
+                    raise
+    return respond({"kind": info.resource.list_kind, "apiVersion": info.resource.api_version,
+                    "metadata": {"resourceVersion": str(server().store.resource_version)}, "items": deleted})
+
+
+
+_syncing: set[str] = set()       # namespaces sync_namespace is emptying right now
+
+
+def deleted(server, resource, obj: dict) -> None:
+    """After an object is gone for good: a terminating namespace may now be empty."""
+    if not admission.without_controller_manager(server):
+        return
+    if resource.namespaced and obj["metadata"].get("namespace") not in _syncing:
+        namespace = server.store.get(admission.NAMESPACES, "", obj["metadata"].get("namespace", ""))
+        if namespace is not None and namespace["metadata"].get("deletionTimestamp"):
+            _release_if_empty(server, namespace["metadata"]["name"])
+
+
+# [START namespace-deletion]
+def sync_namespace(server, name: str) -> None:
+    """Delete everything in a terminating namespace; once it is empty, let it go."""
+    if not admission.without_controller_manager(server):
+        return                        # the namespace controller's job
+    _syncing.add(name)                # one emptiness check at the end, not one per object
+    try:
+        for resource in registry.RESOURCES:
+            if resource.namespaced:
+                for item in server.store.list(resource, name)[0]:
+                    if not item["metadata"].get("deletionTimestamp"):
+                        try:
+                            delete_object(server, resource, name, item["metadata"]["name"], {})
+                        except api_errors.APIError:
+                            pass      # deleted or changed meanwhile: the next sync sees it
+    finally:
+        _syncing.discard(name)
+    _release_if_empty(server, name)
+
+
+def resume_namespace_deletions(server) -> None:
+    """At start-up: finish deleting the namespaces a stopped server left half done."""
+    for namespace in server.store.list(admission.NAMESPACES)[0]:
+        if namespace["metadata"].get("deletionTimestamp"):
+            sync_namespace(server, namespace["metadata"]["name"])
+
+
+def _release_if_empty(server, name: str) -> None:
+    if any(server.store.list(r, name)[0] for r in registry.RESOURCES if r.namespaced):
+        return                        # finalizers or kubelets still at work
+
+    def release(namespace: dict) -> dict:
+        spec = namespace.setdefault("spec", {})
+        spec["finalizers"] = [f for f in spec.get("finalizers", []) if f != admission.NAMESPACE_FINALIZER]
+        namespace["metadata"].pop("resourceVersion", None)
+        return namespace
+    try:
+        released = server.store.update(admission.NAMESPACES, "", name, release)
+    except api_errors.APIError:
+        return                        # already gone
+    finish_deletion_if_done(server, admission.NAMESPACES, released)
+# [END namespace-deletion]
