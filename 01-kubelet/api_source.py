@@ -25,11 +25,8 @@ from typing import Callable
 from common.backoff import Backoff
 from common.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
 from common.informer import Informer
+from common.keys import object_key as pod_key
 from mirror_pods import config_hash, is_mirror, is_static, mirror_hash, mirror_of
-
-
-def pod_key(pod: dict) -> str:
-    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
 class ApiSource:

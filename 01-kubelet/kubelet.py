@@ -28,6 +28,7 @@ from common import kubeconfig
 from common.backoff import Backoff
 from common.events import EventRecorder
 from common.log import EventLogger, get_logger
+from common.times import rfc3339
 from docker_runtime import ContainerInfo, DockerRuntime
 from manifest_source import FileSource
 from pod_actions import compute_pod_actions
@@ -64,7 +65,7 @@ class Kubelet:
         self.pod_ips: dict[str, str] = {}
         self._running_logged: set[str] = set()
         self._reported_dead: set[str] = set()
-        self._started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self._started_at = rfc3339()
         # One worker per pod at a time, several pods in parallel.
         self._workers = ThreadPoolExecutor(max_workers=parallel_pod_workers, thread_name_prefix="pod-worker")
         self._busy: set[str] = set()

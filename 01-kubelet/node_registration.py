@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import copy
 import threading
-from datetime import datetime, timezone
 
 import node_status
 from common.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
+from common.times import micro_time
 
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_DURATION_SECONDS = 40       # Kubernetes' default --node-lease-duration-seconds
@@ -75,11 +75,6 @@ class NodeRegistration:
 
     def stop(self) -> None:
         self._stop.set()
-
-
-def micro_time() -> str:
-    """Now as a MicroTime, the way Kubernetes writes one: 2026-11-22T08:36:33.123456Z."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class NodeLease:

@@ -15,13 +15,10 @@ import os
 import platform
 import shutil
 import socket
-import time
+
+from common.times import rfc3339 as now  # noqa: F401 (node_status.now() for this chapter's callers)
 
 MAX_PODS = 110            # Kubernetes' default --max-pods
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def machine_memory_bytes() -> int:

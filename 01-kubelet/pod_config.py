@@ -14,6 +14,7 @@ import json
 import re
 
 from common.quantity import parse_quantity
+from common.keys import object_key as pod_key  # noqa: F401 (a defaulted pod always has a namespace)
 
 # Labels the kubelet puts on every container it creates. They are how it
 # finds its containers again after a restart: the kubelet keeps no state of
@@ -32,11 +33,6 @@ LABEL_NODE_NAME = "io.groundup.node-name"  # ours: several kubelets share one Do
 SANDBOX_NAME = "POD"  # the container name Kubernetes gives the pause container
 
 EMPTY_DIR_PREFIX = "k8s-emptydir"
-
-
-def pod_key(pod: dict) -> str:
-    meta = pod["metadata"]
-    return f"{meta.get('namespace', 'default')}/{meta['name']}"
 
 
 def docker_name(pod: dict, container_name: str, attempt: int) -> str:

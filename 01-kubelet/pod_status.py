@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from common.quantity import parse_quantity
+from common import times
 from docker_runtime import ContainerInfo
 
 
@@ -25,9 +26,8 @@ class Waiting:
 
 
 def rfc3339(moment: float | None) -> str | None:
-    if moment is None:
-        return None
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(moment))
+    """A container's time as Kubernetes writes it; None (never happened) stays None."""
+    return None if moment is None else times.rfc3339(moment)
 
 
 def latest_two(containers: list[ContainerInfo], name: str) -> tuple[ContainerInfo | None, ContainerInfo | None]:

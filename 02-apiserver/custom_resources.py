@@ -35,6 +35,7 @@ from common.field_errors import FieldError, child, forbidden, index, invalid, no
 from common.log import get_logger
 from common.validate import validate_metadata_update, validate_object, validate_status_update
 from common.validation import validate_object_meta, validate_type_meta
+from common.times import rfc3339
 from watch_cache import Expired
 
 log = get_logger("apiserver")
@@ -376,7 +377,7 @@ class DefinitionController:
             for kind, ok, reason, message in wanted:
                 status = "True" if ok else "False"
                 since = old.get(kind, {}).get("lastTransitionTime") if old.get(kind, {}).get("status") == status else None
-                out.append({"type": kind, "status": status, "lastTransitionTime": since or _now(),
+                out.append({"type": kind, "status": status, "lastTransitionTime": since or rfc3339(),
                             "reason": reason, "message": message})
             return out
 
@@ -423,10 +424,6 @@ class DefinitionController:
         if not admission.finalizers(CRDS, crd) and not crd["metadata"].get("deletionGracePeriodSeconds"):
             gone = self.store.delete(CRDS, "", name)
             deletion.deleted(self.server, CRDS, gone)
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def start(server) -> DefinitionController:

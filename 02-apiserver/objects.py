@@ -11,20 +11,16 @@ from __future__ import annotations
 
 import copy
 import random
-import time
 import uuid
 
 from common.quantity import parse_quantity
+from common.times import rfc3339 as now  # noqa: F401 (objects.now(): what the server stamps)
 
 # Kubernetes' generateName alphabet: no vowels (no accidental words), no
 # digits or letters that look alike.
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 SERVER_OWNED = ("uid", "creationTimestamp", "generation", "deletionTimestamp",
                 "deletionGracePeriodSeconds")
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def prepare_for_create(obj: dict, resource) -> None:

@@ -34,6 +34,7 @@ from common.client import APIClient, APIConnectionError, APIStatusError, Conflic
 from common.events import EventRecorder
 from common.informer import Informer
 from common.log import get_logger
+from common.keys import object_key
 from default_profile import default_framework
 from framework import Decision
 from pod_info import PodInfo
@@ -213,29 +214,29 @@ class Scheduler:
             if not info.terminated:
                 self.cache.add_pod(info)
         elif self.responsible_for(pod):
-            self.queue.add(_key(pod), PodInfo.of(pod).priority)
+            self.queue.add(object_key(pod), PodInfo.of(pod).priority)
 
     def on_pod_updated(self, old: dict, new: dict) -> None:
         if new["spec"].get("nodeName"):
-            self.queue.delete(_key(new))             # bound (by us or anyone): no longer pending
+            self.queue.delete(object_key(new))             # bound (by us or anyone): no longer pending
             info = PodInfo.of(new)
             if info.terminated:
                 self._room_freed(info.key, "pod finished")
             else:
                 self.cache.add_pod(info)             # confirms our assumption, or moves it
         elif not self.responsible_for(new):
-            self.queue.delete(_key(new))
+            self.queue.delete(object_key(new))
         elif _scheduling_inputs(old) != _scheduling_inputs(new):
-            self.queue.add(_key(new), PodInfo.of(new).priority)   # in case we never had it
-            self.queue.update(_key(new), PodInfo.of(new).priority)
+            self.queue.add(object_key(new), PodInfo.of(new).priority)   # in case we never had it
+            self.queue.update(object_key(new), PodInfo.of(new).priority)
         # A status-only change (such as our own PodScheduled=False) is no reason to try again.
 
     def on_pod_deleted(self, pod: dict) -> None:
         if pod["spec"].get("nodeName"):
-            self._room_freed(_key(pod), "pod deleted")
+            self._room_freed(object_key(pod), "pod deleted")
         else:
-            self.queue.delete(_key(pod))
-            self.cache.forget(_key(pod))
+            self.queue.delete(object_key(pod))
+            self.cache.forget(object_key(pod))
 
     def _room_freed(self, key: str, why: str) -> None:
         if self.cache.is_placed(key):
@@ -257,10 +258,6 @@ class Scheduler:
 
     def on_node_deleted(self, node: dict) -> None:
         self.cache.remove_node(node["metadata"]["name"])
-
-
-def _key(obj: dict) -> str:
-    return f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
 
 
 def _scheduling_inputs(pod: dict) -> tuple:

@@ -35,17 +35,7 @@ from common.client import APIClient, APIConnectionError, APIStatusError, Conflic
 from common.events import EventRecorder
 from common.informer import Informer
 from common.workqueue import RateLimitingQueue
-
-
-def key_for(obj: dict) -> str:
-    """"namespace/name", or "name" for a cluster-scoped object, as client-go writes keys."""
-    meta = obj["metadata"]
-    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
-
-
-def split_key(key: str) -> tuple[str | None, str]:
-    namespace, _, name = key.rpartition("/")
-    return namespace or None, name
+from common.keys import object_key as key_for, split_key  # noqa: F401 (the controllers' names for them)
 
 
 class Informers:

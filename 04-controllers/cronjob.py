@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo
 
 from common import cron
 from common.client import AlreadyExists, NotFound
+from common import times
 from controller import Controller, split_key
 from job import finished
 from ownership import controller_of, is_controlled_by, owner_reference
@@ -85,7 +86,7 @@ def parse_time(text: str | None) -> datetime | None:
 
 
 def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return times.rfc3339(moment.timestamp())
 
 
 # ---------------------------------------------------------------- the controller

@@ -31,6 +31,7 @@ import threading
 import time
 
 from common.client import NotFound
+from common.times import rfc3339
 from controller import Controller, key_for
 from pods import parse_time
 from taints import (DISK_PRESSURE, MEMORY_PRESSURE, NETWORK_UNAVAILABLE, NO_EXECUTE, NO_SCHEDULE, NOT_READY,
@@ -59,10 +60,6 @@ READY_NO_EXECUTE = {"False": NOT_READY, "Unknown": UNREACHABLE}
 # Taints with other keys belong to people (kubectl taint) and are left alone.
 MANAGED = {(key, NO_SCHEDULE) for key in CONDITION_TAINTS.values()} | {(UNSCHEDULABLE, NO_SCHEDULE)} \
     | {(key, NO_EXECUTE) for key in READY_NO_EXECUTE.values()}
-
-
-def rfc3339(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def condition(node: dict, kind: str) -> dict | None:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from common.client import APIClient, APIConnectionError, APIStatusError, NotFound
+from common.times import rfc3339 as now  # noqa: F401 (events.now() for the controllers)
 
 # Kubernetes' defaults (client-go tools/record/events_cache.go).
 MAX_SIMILAR = 10                 # different messages about one thing before they are combined
@@ -51,10 +52,6 @@ SPAM_BURST = 25                  # events about one object that may come at once
 SPAM_REFILL = 300.0              # ... then one more every this many seconds
 REMEMBERED = 4096                # entries in each of the three caches, least recently used forgotten
 COMBINED = "(combined from similar events): "
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def reference(obj: dict, field_path: str | None = None) -> dict:

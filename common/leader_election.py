@@ -50,12 +50,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Callable
 
 from common.client import APIClient, APIConnectionError, APIStatusError, AlreadyExists, Conflict, NotFound
 from common.kubeconfig import Connection
 from common.log import get_logger
+from common.times import micro_time
 
 COORDINATION = "coordination.k8s.io/v1"
 # client-go's JitterFactor: a candidate waits between 1 and 2.2 retry periods,
@@ -68,11 +68,6 @@ def new_identity() -> str:
     tells a person where the leader runs, the random part tells two copies
     on one host (or a restarted copy) apart."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def micro_time() -> str:
-    """Now as a MicroTime, as Kubernetes writes one: 2026-11-22T08:36:33.123456Z."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

@@ -510,17 +510,26 @@ def _reject_duplicate_json_keys(pairs):
     return obj
 
 
-def _check_json_depth(value, filename: str) -> None:
-    """The YAML path's depth limit, for what json.loads read."""
+def too_deep(value) -> bool:
+    """Is a decoded JSON value nested more than MAX_DEPTH levels? Without
+    recursing ourselves: the point is to refuse what would blow the stack.
+    The one depth check for JSON, here and in the API server's PATCH path."""
     stack = [(value, 0)]
     while stack:
         value, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise _too_deep(filename, 0)
+            return True
         if isinstance(value, dict):
             stack.extend((child, depth + 1) for child in value.values())
         elif isinstance(value, list):
             stack.extend((child, depth + 1) for child in value)
+    return False
+
+
+def _check_json_depth(value, filename: str) -> None:
+    """The YAML path's depth limit, for what json.loads read."""
+    if too_deep(value):
+        raise _too_deep(filename, 0)
 
 
 def _json_error(err: Exception, filename: str) -> ManifestError:

@@ -28,6 +28,7 @@ import yaml
 
 import api_errors
 import decode
+from common.manifests import MAX_DEPTH, too_deep
 from . import schemas
 from . import server_side_apply
 from . import strategic_merge
@@ -40,10 +41,9 @@ STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
-# Real objects nest about 15 levels deep. A limit far above that keeps a
-# hostile body from exhausting the recursion of the merge functions.
-MAX_DEPTH = 100
-
+# Real objects nest about 15 levels deep. A limit far above that
+# (common.manifests.MAX_DEPTH, the same as for manifests) keeps a hostile
+# body from exhausting the recursion of the merge functions.
 
 # [START apply-patch]
 def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, version: str,
@@ -221,14 +221,9 @@ def _json_values(value, what: str):
 
 
 def _check_depth(value, what: str) -> None:
-    """Refuse documents deeper than MAX_DEPTH, without recursing ourselves."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise api_errors.bad_request(f"the {what} is nested more than {MAX_DEPTH} levels deep")
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
-        stack.extend((child, depth + 1) for child in children)
+    """Refuse documents deeper than MAX_DEPTH (the manifests' limit too)."""
+    if too_deep(value):
+        raise api_errors.bad_request(f"the {what} is nested more than {MAX_DEPTH} levels deep")
 
 
 def _expect_object(value, message: str) -> None:

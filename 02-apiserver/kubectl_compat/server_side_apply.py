@@ -57,11 +57,11 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import datetime, timezone
 
 import api_errors
 from . import schemas
 from . import strategic_merge
+from common.times import rfc3339
 
 APPLY = "Apply"
 Path = tuple[str, ...]  # fieldsV1 keys from the root: ("f:spec", "f:replicas")
@@ -224,7 +224,7 @@ def _give_up(entries: list, conflicts: list[tuple[dict, Path]]) -> list:
 def _record(entries: list, manager: str, api_version: str, mine: set[Path],
             changed: bool) -> list:
     fields = encode(mine)
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = rfc3339()
     ours = {"manager": manager, "operation": APPLY, "apiVersion": api_version, "time": now,
             "fieldsType": "FieldsV1", "fieldsV1": fields}
     out, found = [], False
