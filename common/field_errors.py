@@ -52,7 +52,11 @@ def invalid(path: str, value, detail: str) -> FieldError:
 
 
 def not_supported(path: str, value, supported) -> FieldError:
-    quoted = ", ".join(_go_quote(str(v)) for v in sorted(supported))
+    """Kubernetes' field.NotSupported prints the values in the order its
+    caller gives them: sorted where it passes sets.List(...), in its own
+    order elsewhere (restartPolicy: "Always", "OnFailure", "Never"). So each
+    caller here passes them in the order Kubernetes prints them."""
+    quoted = ", ".join(_go_quote(str(v)) for v in supported)
     return FieldError(path, NOT_SUPPORTED, value, f"supported values: {quoted}")
 
 

@@ -1,7 +1,8 @@
 """Names and labels, checked as Kubernetes checks them.
 
-The Is* checks of k8s.io/apimachinery/pkg/util/validation, message for
-message, so that a learner can search for what they print.
+The Is* checks of k8s.io/apimachinery/pkg/util/validation (v0.32.0,
+validation.go), message for message, so that a learner can search for what
+they print. Lengths are counted in bytes, as Go's len() counts them.
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ def _max_len_error(n: int) -> str:
     return f"must be no more than {n} characters"
 
 
+def _too_long(value: str, limit: int) -> bool:
+    """Go's len(value) > limit: UTF-8 bytes, not characters."""
+    return len(value.encode("utf-8", "surrogatepass")) > limit
+
+
 def _matches(fmt: str, value: str) -> bool:
     return re.fullmatch(fmt, value) is not None
 
@@ -53,6 +59,9 @@ def _matches(fmt: str, value: str) -> bool:
 def _dns1123_label_format(value: str) -> list[str]:
     if _matches(_DNS1123_LABEL_FMT, value):
         return []
+    if _matches(_DNS1123_SUBDOMAIN_FMT, value):
+        # A valid subdomain that is not a label: only its dots are wrong.
+        return ["must not contain dots"]
     return [_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc")]
 
 
@@ -64,14 +73,40 @@ def _dns1123_subdomain_format(value: str) -> list[str]:
 
 def is_dns1123_label(value: str) -> list[str]:
     """Reasons value is not a DNS-1123 label (namespaces, container names)."""
-    errs = [_max_len_error(DNS1123_LABEL_MAX)] if len(value) > DNS1123_LABEL_MAX else []
+    errs = [_max_len_error(DNS1123_LABEL_MAX)] if _too_long(value, DNS1123_LABEL_MAX) else []
     return errs + _dns1123_label_format(value)
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """Reasons value is not a DNS-1123 subdomain (most object names)."""
-    errs = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+    errs = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if _too_long(value, DNS1123_SUBDOMAIN_MAX) else []
     return errs + _dns1123_subdomain_format(value)
+
+
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """Reasons value is not a DNS-1035 label (Service names: they become DNS
+    names and environment variables such as WEB_SERVICE_HOST, so they must
+    start with a letter)."""
+    errs = [_max_len_error(DNS1123_LABEL_MAX)] if _too_long(value, DNS1123_LABEL_MAX) else []
+    if not _matches(_DNS1035_LABEL_FMT, value):
+        errs.append(_regex_error(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+            "start with an alphabetic character, and end with an alphanumeric character",
+            _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return errs
+
+
+def mask_trailing_dash(name: str) -> str:
+    """What Kubernetes checks of a name that gets a suffix (generateName,
+    envFrom names): maskTrailingDash in apimachinery pkg/api/validation,
+    generic.go. Like it, this drops the character before the dash too
+    ("web-" is checked as "wea"), so the same prefixes pass and fail."""
+    if len(name) > 1 and name.endswith("-"):
+        return name[:-2] + "a"
+    return name
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -91,7 +126,7 @@ def is_qualified_name(value: str) -> list[str]:
             errs += ["prefix part " + msg for msg in is_dns1123_subdomain(prefix)]
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name) > QUALIFIED_NAME_MAX:
+    elif _too_long(name, QUALIFIED_NAME_MAX):
         errs.append("name part " + _max_len_error(QUALIFIED_NAME_MAX))
     if not _matches(_QUALIFIED_NAME_FMT, name):
         errs.append("name part " + _regex_error(
@@ -101,7 +136,7 @@ def is_qualified_name(value: str) -> list[str]:
 
 def is_valid_label_value(value: str) -> list[str]:
     """Reasons value cannot be a label value (empty is fine)."""
-    errs = [_max_len_error(LABEL_VALUE_MAX)] if len(value) > LABEL_VALUE_MAX else []
+    errs = [_max_len_error(LABEL_VALUE_MAX)] if _too_long(value, LABEL_VALUE_MAX) else []
     if not _matches(_LABEL_VALUE_FMT, value):
         errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT,
                                  "MyValue", "my_value", "12345"))
@@ -110,7 +145,7 @@ def is_valid_label_value(value: str) -> list[str]:
 
 def is_valid_port_name(value: str) -> list[str]:
     """Reasons value is not an IANA_SVC_NAME (a named port such as "http")."""
-    errs = [_max_len_error(15)] if len(value) > 15 else []
+    errs = [_max_len_error(15)] if _too_long(value, 15) else []
     if not _matches("[-a-z0-9]+", value):
         errs.append("must contain only alpha-numeric characters (a-z, 0-9), "
                     "and hyphens (-)")
@@ -138,7 +173,7 @@ def is_env_var_name(value: str) -> list[str]:
 def is_config_map_key(value: str) -> list[str]:
     """Reasons value cannot be a key in a ConfigMap or Secret."""
     fmt = "[-._a-zA-Z0-9]+"
-    errs = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+    errs = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if _too_long(value, DNS1123_SUBDOMAIN_MAX) else []
     if not _matches(fmt, value):
         errs.append(_regex_error("a valid config key must consist of alphanumeric "
                                  "characters, '-', '_' or '.'", fmt,

@@ -25,8 +25,7 @@ from common import validation_coordination as coordination
 from common import validation_core as core
 from common import validation_discovery as discovery
 from common.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
-from common.names import DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, _dns1123_label_format, \
-    _dns1123_subdomain_format
+from common.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 from common.validation import (_type_error, validate_object_meta, validate_pod_spec,
                                validate_type_meta)
 from common.validation_pod_update import validate_pod_status, validate_pod_update
@@ -45,8 +44,7 @@ class KindRules:
     status: Check | None = None
     # How the kind's names are checked: most are DNS subdomains; names that
     # become a DNS label or an environment variable are stricter.
-    name_format: Callable[[str], list] = _dns1123_subdomain_format
-    name_max: int = DNS1123_SUBDOMAIN_MAX
+    name_check: Callable[[str], list] = is_dns1123_subdomain
 
 
 def _pod_spec(obj: dict) -> list[FieldError]:
@@ -67,12 +65,11 @@ def _status_of(kind: str) -> Check:
 KINDS: dict[tuple[str, str], KindRules] = {
     ("", "Pod"): KindRules("v1", True, _pod_spec, validate_pod_update, validate_pod_status),
     ("", "Namespace"): KindRules("v1", False, core.validate_namespace, None,
-                                 core.validate_namespace_status,
-                                 _dns1123_label_format, DNS1123_LABEL_MAX),
+                                 core.validate_namespace_status, is_dns1123_label),
     ("", "Node"): KindRules("v1", False, core.validate_node, core.validate_node_update,
                             core.validate_node_status),
     ("", "Service"): KindRules("v1", True, core.validate_service, core.validate_service_update,
-                               _no_rules, core.dns1035_label_format, DNS1123_LABEL_MAX),
+                               _no_rules, is_dns1035_label),
     ("", "Endpoints"): KindRules("v1", True, core.validate_endpoints),
     ("", "Event"): KindRules("v1", True, core.validate_event),
     ("", "ConfigMap"): KindRules("v1", True, core.validate_config_map,
@@ -141,7 +138,7 @@ def _common_checks(group, kind, obj, rules, namespaced) -> list[FieldError] | No
     errs = validate_type_meta(obj, api_version, kind)
     if namespaced is None:
         namespaced = rules.namespaced if rules else True
-    name_args = {"name_format": rules.name_format, "name_max": rules.name_max} if rules else {}
+    name_args = {"name_check": rules.name_check} if rules else {}
     errs += validate_object_meta(obj.get("metadata"), namespaced=namespaced, **name_args)
     return errs
 

@@ -10,16 +10,23 @@ API server calls: validate_object(group, kind, obj, old=None).
         print(err)   # spec.containers[0].image: Required value
 
 Every check appends a FieldError and carries on, so one call reports every
-problem in the object, as Kubernetes' ValidatePod does. The messages follow
-Kubernetes' own (k8s.io/apimachinery/pkg/util/validation) word for word where
-they exist, so a learner can search for them.
+problem in the object, as Kubernetes' ValidatePod does. Where Kubernetes 1.32
+has a message for the same problem, ours is its wording, byte for byte
+(k8s.io/apimachinery v0.32.0 pkg/util/validation and pkg/api/validation;
+kubernetes v1.32 pkg/apis/core/validation/validation.go), so a learner can
+search for it. tests/common/test_validation.py says, case by case, which
+messages are Kubernetes' and which are ours.
 
 Two differences from Kubernetes run through the whole module:
 
 * Kubernetes decodes JSON into Go structs before it validates, so a wrong
-  type (`image: 5`, `containers: web`) fails there with a decoder message.
-  We validate the plain dict, so a wrong type is one more FieldError:
-  `spec.containers: Invalid value: "web": must be a list of containers`.
+  type (`image: 5`, `containers: web`) never reaches validation: the request
+  fails with a decode error (400 Bad Request), worded by Go's JSON decoder:
+  `Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal
+  number into Go struct field Container.spec.containers.image of type string`.
+  We validate the plain dict, so a wrong type is one more FieldError in our
+  own words, which say what to write instead (_type_error below):
+  `spec.containers[0].image: Invalid value: 5: must be a string (put it in quotes)`.
   `null` counts as "not set", as it does for Kubernetes.
 * Kubernetes validates after defaulting. Fields that defaulting fills in
   (protocol, imagePullPolicy, restartPolicy, probe periods, ...) may be left
@@ -31,15 +38,14 @@ Unknown fields are not errors: they are kept and ignored.
 from __future__ import annotations
 
 import ipaddress
-import re
 
 from common.field_errors import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,  # noqa: F401
                                  REQUIRED, TOO_LONG, FieldError, GoValue, child, duplicate,
                                  forbidden, format_value, go_string_slice, index, invalid, key,
                                  not_found, not_supported, required, too_long)
 from common.names import (DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, TOTAL_ANNOTATION_SIZE_MAX,  # noqa: F401
-                          _dns1123_label_format, _dns1123_subdomain_format, _matches, _regex_error,
-                          is_config_map_key, is_dns1123_label, is_dns1123_subdomain, is_env_var_name,
+                          _matches, _regex_error, is_config_map_key, is_dns1123_label,
+                          is_dns1123_subdomain, is_env_var_name, mask_trailing_dash,
                           is_qualified_name, is_valid_label_value, is_valid_port_name)
 from common.quantity import QuantityError, parse_quantity
 
@@ -48,6 +54,8 @@ from common.quantity import QuantityError, parse_quantity
 # and returns the value (or None, meaning "not usable; skip its checks").
 
 def _type_error(path: str, value, expected: str) -> FieldError:
+    """A wrongly typed field, in our own words (Kubernetes answers these with
+    a JSON decode error before validation, see the module docstring)."""
     detail = f"must be {expected}"
     if expected == "a string" and (isinstance(value, (bool, int, float))
                                    or type(value).__name__ in ("date", "datetime")):
@@ -153,11 +161,11 @@ def _string_list(errs, value, path):
 
 # ------------------------------------------------------------ object meta
 
-def _name_errors(errs, value, path, max_len, format_check):
-    """A DNS name: Too long, then the format message(s)."""
-    if len(value.encode("utf-8", "surrogatepass")) > max_len:
-        errs.append(too_long(path, value, max_len))
-    errs += [invalid(path, value, msg) for msg in format_check(value)]
+def _name_errors(errs, value, path, check):
+    """A name checked by one of the Is* checks of common/names.py (length
+    included: "must be no more than 253 characters" is an Invalid value in
+    Kubernetes, not a Too long)."""
+    errs += [invalid(path, value, msg) for msg in check(value)]
 
 
 def validate_labels(labels, path: str = "metadata.labels") -> list[FieldError]:
@@ -194,13 +202,12 @@ def validate_annotations(annotations, path: str = "metadata.annotations") -> lis
 
 
 def validate_object_meta(meta, namespaced: bool = True, path: str = "metadata",
-                         name_format=_dns1123_subdomain_format,
-                         name_max: int = DNS1123_SUBDOMAIN_MAX) -> list[FieldError]:
+                         name_check=is_dns1123_subdomain) -> list[FieldError]:
     """name (or generateName), namespace, labels and annotations.
 
     Most kinds take a DNS-1123 subdomain as a name; a few (Namespace,
-    Service) something stricter, which the caller passes as name_format
-    (a check returning the reasons a name is wrong) and name_max.
+    Service) something stricter, which the caller passes as name_check
+    (a check returning the reasons a name is wrong).
     ownerReferences, finalizers and managedFields get Kubernetes' rules
     (ValidateObjectMetaAccessor); uid and resourceVersion are only
     type-checked.
@@ -214,23 +221,20 @@ def validate_object_meta(meta, namespaced: bool = True, path: str = "metadata",
     name = _get_str(errs, meta.get("name"), child(path, "name"))
     generate_name = _get_str(errs, meta.get("generateName"), child(path, "generateName"))
     if name:
-        _name_errors(errs, name, child(path, "name"), name_max, name_format)
+        _name_errors(errs, name, child(path, "name"), name_check)
     elif generate_name:
         # A prefix may end in "-" (the server appends random characters), so
-        # check it with the dash replaced by a letter, and show it unchanged.
-        masked = generate_name[:-1] + "a" if generate_name.endswith("-") else generate_name
+        # Kubernetes checks it with the dash masked, and shows it unchanged.
         gen_path = child(path, "generateName")
-        if len(masked.encode("utf-8", "surrogatepass")) > name_max:
-            errs.append(too_long(gen_path, generate_name, name_max))
-        errs += [invalid(gen_path, generate_name, msg) for msg in name_format(masked)]
+        errs += [invalid(gen_path, generate_name, msg)
+                 for msg in name_check(mask_trailing_dash(generate_name))]
     elif meta.get("name") in (None, "") and meta.get("generateName") in (None, ""):
         errs.append(required(child(path, "name"), "name or generateName is required"))
     namespace = _get_str(errs, meta.get("namespace"), child(path, "namespace"))
     if namespace and not namespaced:
         errs.append(forbidden(child(path, "namespace"), "not allowed on this type"))
     elif namespace:
-        _name_errors(errs, namespace, child(path, "namespace"), DNS1123_LABEL_MAX,
-                     _dns1123_label_format)
+        _name_errors(errs, namespace, child(path, "namespace"), is_dns1123_label)
     for field in ("uid", "resourceVersion"):
         _get_str(errs, meta.get(field), child(path, field))
     errs += validate_labels(meta.get("labels"), child(path, "labels"))
@@ -274,7 +278,7 @@ def _validate_owner_references(errs, refs, path: str) -> None:
                                 "version must not be empty"))
         for field in ("kind", "name", "uid"):
             if field in typed and not typed[field]:
-                errs.append(invalid(child(path, field), "", "must not be empty"))
+                errs.append(invalid(child(path, field), "", f"{field} must not be empty"))
         owner_kind = fields["kind"] or ""
         if (group, version, owner_kind) in BANNED_OWNERS:
             errs.append(invalid(path, ref, f"{group}/{version}, Kind={owner_kind} "
@@ -349,10 +353,12 @@ def validate_type_meta(obj: dict, api_version: str, kind: str) -> list[FieldErro
 
 # -------------------------------------------------------------------- pod
 
+# Each enum lists its values in the order Kubernetes prints them in
+# "supported values: ..." (sorted where it passes sets.List(...)).
 RESTART_POLICIES = ("Always", "OnFailure", "Never")
-DNS_POLICIES = ("ClusterFirst", "ClusterFirstWithHostNet", "Default", "None")
+DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
-PROTOCOLS = ("TCP", "UDP", "SCTP")
+PROTOCOLS = ("SCTP", "TCP", "UDP")
 TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 
 
@@ -405,8 +411,7 @@ def validate_pod_spec(spec, path: str = "spec") -> list[FieldError]:
     for field in ("nodeName", "serviceAccountName"):
         value = _get_str(errs, spec.get(field), child(path, field))
         if value:
-            _name_errors(errs, value, child(path, field), DNS1123_SUBDOMAIN_MAX,
-                         _dns1123_subdomain_format)
+            _name_errors(errs, value, child(path, field), is_dns1123_subdomain)
     for field in ("hostPID", "hostIPC", "enableServiceLinks", "automountServiceAccountToken"):
         _get_bool(errs, spec.get(field), child(path, field))
     _get_str(errs, spec.get("schedulerName"), child(path, "schedulerName"))
@@ -457,9 +462,8 @@ def validate_tolerations(errs, tolerations, path: str) -> None:
                 errs.append(invalid(child(tol_path, "operator"), value, ";".join(msgs)))
         elif operator == "Exists":
             if value:
-                errs.append(invalid(child(tol_path, "operator"), _go_toleration(
-                    tol_key, operator, value, effect, seconds),
-                    "value must be empty when `operator` is 'Exists'"))
+                errs.append(invalid(child(tol_path, "operator"), value,
+                                    "value must be empty when `operator` is 'Exists'"))
         else:
             errs.append(not_supported(child(tol_path, "operator"), operator,
                                       TOLERATION_OPERATORS))
@@ -467,52 +471,54 @@ def validate_tolerations(errs, tolerations, path: str) -> None:
             errs.append(not_supported(child(tol_path, "effect"), effect, TAINT_EFFECTS))
 
 
-def _go_toleration(tol_key, operator, value, effect, seconds) -> GoValue:
-    # Go prints the address of a set *int64; the number is more use to a reader.
-    shown = "(*int64)(nil)" if seconds is None else f"(*int64)({format_value(seconds)})"
-    return GoValue(f"core.Toleration{{Key:{format_value(tol_key)}, "
-                   f"Operator:{format_value(operator)}, Value:{format_value(value)}, "
-                   f"Effect:{format_value(effect)}, TolerationSeconds:{shown}}}")
-
-
 # -------------------------------------------------------------- volumes
 
-# Every source a Volume may name; exactly one must be set.
+# Every source a Volume may name; exactly one must be set. In the order
+# validateVolumeSource tries them: the second one found is the one reported.
 VOLUME_SOURCES = (
-    "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo",
-    "secret", "nfs", "iscsi", "glusterfs", "persistentVolumeClaim", "rbd",
-    "flexVolume", "cinder", "cephfs", "flocker", "downwardAPI", "fc", "azureFile",
-    "configMap", "vsphereVolume", "quobyte", "azureDisk", "photonPersistentDisk",
-    "projected", "portworxVolume", "scaleIO", "storageos", "csi", "ephemeral", "image",
+    "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore",
+    "secret", "nfs", "iscsi", "glusterfs", "flocker", "persistentVolumeClaim", "rbd",
+    "cinder", "cephfs", "quobyte", "downwardAPI", "fc", "flexVolume", "configMap",
+    "azureFile", "vsphereVolume", "photonPersistentDisk", "portworxVolume", "azureDisk",
+    "storageos", "projected", "scaleIO", "csi", "ephemeral", "image",
 )
-HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File",
-                   "Socket", "CharDevice", "BlockDevice")
-STORAGE_MEDIA = ("", "Memory", "HugePages")
+HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File",
+                   "FileOrCreate", "Socket")
+# Kubernetes 1.32 does not check emptyDir.medium; this check is ours.
+STORAGE_MEDIA = ("", "HugePages", "Memory")
 _FILE_MODE_MSG = "must be a number between 0 and 0777 (octal), both inclusive"
 
 
 def _validate_volumes(errs, volumes, path) -> set[str]:
-    """Check spec.volumes; return the declared names for volumeMounts."""
+    """Check spec.volumes; return the names a volumeMount may use.
+
+    As in Kubernetes' ValidateVolumes: the source first, then the name; and
+    a volume with any error is left out of the names, so a mount of it is
+    reported too (Not found).
+    """
     names: set[str] = set()
     for _, vol_path, vol in _items(errs, volumes, path, "volumes"):
-        name_path = child(vol_path, "name")
-        name = _required_str(errs, vol.get("name"), name_path)
-        if name:
-            _name_errors(errs, name, name_path, DNS1123_LABEL_MAX, _dns1123_label_format)
-            if name in names:
-                errs.append(duplicate(name_path, name))
-            names.add(name)
+        vol_errs: list[FieldError] = []
         sources = [s for s in VOLUME_SOURCES if vol.get(s) is not None]
-        if not sources:
-            errs.append(required(vol_path, "must specify a volume type"))
-            continue
+        if sources:
+            source_path = child(vol_path, sources[0])
+            source = _get_dict(vol_errs, vol[sources[0]], source_path)
+            if source is not None:
+                _validate_volume_source(vol_errs, sources[0], source, source_path)
+        else:
+            vol_errs.append(required(vol_path, "must specify a volume type"))
         for extra in sources[1:]:
-            errs.append(forbidden(child(vol_path, extra),
-                                  "may not specify more than 1 volume type"))
-        source_path = child(vol_path, sources[0])
-        source = _get_dict(errs, vol[sources[0]], source_path)
-        if source is not None:
-            _validate_volume_source(errs, sources[0], source, source_path)
+            vol_errs.append(forbidden(child(vol_path, extra),
+                                      "may not specify more than 1 volume type"))
+        name_path = child(vol_path, "name")
+        name = _required_str(vol_errs, vol.get("name"), name_path)
+        if name:
+            _name_errors(vol_errs, name, name_path, is_dns1123_label)
+        if name in names:
+            vol_errs.append(duplicate(name_path, name))
+        if not vol_errs and name:
+            names.add(name)
+        errs += vol_errs
     return names
 
 
@@ -526,8 +532,12 @@ def _validate_volume_source(errs, kind: str, source: dict, path: str) -> None:
         medium = _get_str(errs, source.get("medium"), child(path, "medium"))
         if medium and medium not in STORAGE_MEDIA and not medium.startswith("HugePages-"):
             errs.append(not_supported(child(path, "medium"), medium, STORAGE_MEDIA))
-        if source.get("sizeLimit") is not None:
-            _check_quantity(errs, source["sizeLimit"], child(path, "sizeLimit"))
+        limit = source.get("sizeLimit")
+        if limit is not None:
+            quantity = _check_quantity(errs, limit, child(path, "sizeLimit"), allow_negative=True)
+            if quantity is not None and quantity.sign() < 0:
+                errs.append(forbidden(child(path, "sizeLimit"),
+                                      "SizeLimit field must be a valid resource quantity"))
     elif kind in _NAMED_SOURCES:
         name_field, flag = _NAMED_SOURCES[kind]
         _required_str(errs, source.get(name_field), child(path, name_field))
@@ -549,7 +559,7 @@ def _validate_container(errs, ctr: dict, path: str, names: set[str],
     name_path = child(path, "name")
     name = _required_str(errs, ctr.get("name"), name_path)
     if name:
-        _name_errors(errs, name, name_path, DNS1123_LABEL_MAX, _dns1123_label_format)
+        _name_errors(errs, name, name_path, is_dns1123_label)
         if name in names:
             errs.append(duplicate(name_path, name))
         names.add(name)
@@ -633,9 +643,8 @@ def _is_ip(text: str) -> bool:
 ENV_FIELD_PATHS = ("metadata.name", "metadata.namespace", "metadata.uid",
                    "spec.nodeName", "spec.serviceAccountName", "status.hostIP",
                    "status.hostIPs", "status.podIP", "status.podIPs")
-ENV_RESOURCE_FIELDS = ("limits.cpu", "limits.memory", "limits.ephemeral-storage",
-                       "requests.cpu", "requests.memory", "requests.ephemeral-storage")
-_SUBSCRIPTED = re.compile(r"(?P<path>[^\[]*)\['(?P<key>.*)'\]")
+ENV_RESOURCE_FIELDS = ("limits.cpu", "limits.ephemeral-storage", "limits.memory",
+                       "requests.cpu", "requests.ephemeral-storage", "requests.memory")
 _VALUE_FROM_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
 
 
@@ -666,20 +675,57 @@ def _validate_env(errs, env, path: str) -> None:
                 _ENV_SOURCE_CHECKS[source](errs, ref, source_path)
 
 
+# Every pod field a downward-API fieldPath may name at all
+# (ConvertDownwardAPIFieldLabel, pkg/apis/core/pods/helpers.go); an env var
+# may read only ENV_FIELD_PATHS of them.
+DOWNWARD_API_FIELD_LABELS = (
+    "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace",
+    "metadata.uid", "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName",
+    "spec.schedulerName", "status.phase", "status.hostIP", "status.hostIPs", "status.podIP",
+    "status.podIPs", "spec.host")
+
+
+def _split_subscript(field_path: str):
+    """("metadata.labels", "app") from "metadata.labels['app']", else None
+    (fieldpath.SplitMaybeSubscriptedPath)."""
+    if not field_path.endswith("']"):
+        return None
+    base, sep, subscript = field_path[:-2].partition("['")
+    return (base, subscript) if sep and base else None
+
+
+def _convert_field_label(api_version: str, field_path: str) -> str:
+    """Why Kubernetes cannot read this fieldPath, or "" if it can."""
+    if api_version != "v1":
+        return f"unsupported pod version: {api_version}"
+    split = _split_subscript(field_path)
+    if split:
+        if split[0] in ("metadata.annotations", "metadata.labels"):
+            return ""
+        return f"field label does not support subscript: {field_path}"
+    if field_path not in DOWNWARD_API_FIELD_LABELS:
+        return f"field label not supported: {field_path}"
+    return ""
+
+
 def _validate_field_ref(errs, ref: dict, path: str) -> None:
-    _get_str(errs, ref.get("apiVersion"), child(path, "apiVersion"))
+    # Defaulting sets apiVersion to "v1"; unset here means "not defaulted yet".
+    api_version = _get_str(errs, ref.get("apiVersion"), child(path, "apiVersion"))
     field_path = _required_str(errs, ref.get("fieldPath"), child(path, "fieldPath"))
     if not field_path:
         return
-    subscripted = _SUBSCRIPTED.fullmatch(field_path)
-    if subscripted:
-        base, subscript = subscripted["path"], subscripted["key"]
-        if base == "metadata.labels":
-            errs += [invalid(path, subscript, m) for m in is_qualified_name(subscript)]
-        elif base == "metadata.annotations":
-            errs += [invalid(path, subscript, m) for m in is_qualified_name(subscript.lower())]
-        else:
-            errs.append(invalid(path, base, "does not support subscript"))
+    problem = _convert_field_label(api_version or "v1", field_path)
+    if problem:
+        errs.append(invalid(child(path, "fieldPath"), field_path,
+                            f"error converting fieldPath: {problem}"))
+        return
+    field_path = "spec.nodeName" if field_path == "spec.host" else field_path
+    split = _split_subscript(field_path)
+    if split:
+        base, subscript = split
+        if base == "metadata.annotations":
+            subscript = subscript.lower()
+        errs += [invalid(path, subscript, m) for m in is_qualified_name(subscript)]
     elif field_path not in ENV_FIELD_PATHS:
         errs.append(not_supported(child(path, "fieldPath"), field_path, ENV_FIELD_PATHS))
 
@@ -696,10 +742,10 @@ def _validate_resource_field_ref(errs, ref: dict, path: str) -> None:
 
 def _validate_key_ref(errs, ref: dict, path: str) -> None:
     """configMapKeyRef and secretKeyRef: which object, which key."""
-    name = _required_str(errs, ref.get("name"), child(path, "name"))
-    if name:
-        _name_errors(errs, name, child(path, "name"), DNS1123_SUBDOMAIN_MAX,
-                     _dns1123_subdomain_format)
+    # Kubernetes checks the name even when empty: "" is no DNS subdomain.
+    name = _get_str(errs, ref.get("name"), child(path, "name"))
+    if name is not None or ref.get("name") is None:
+        _name_errors(errs, name or "", child(path, "name"), is_dns1123_subdomain)
     k = _required_str(errs, ref.get("key"), child(path, "key"))
     if k:
         errs += [invalid(child(path, "key"), k, m) for m in is_config_map_key(k)]
@@ -721,16 +767,22 @@ def _validate_env_from(errs, env_from, path: str) -> None:
             errs += [invalid(child(item_path, "prefix"), prefix, m)
                      for m in is_env_var_name(prefix)]
         refs = [r for r in ("configMapRef", "secretRef") if item.get(r) is not None]
-        if not refs:
-            errs.append(invalid(item_path, "", "must specify one of: `configMapRef` "
-                                "or `secretRef`"))
-        elif len(refs) > 1:
-            errs.append(invalid(item_path, "", "may not have more than one field "
-                                "specified at a time"))
         for ref_name in refs:
             ref = _get_dict(errs, item[ref_name], child(item_path, ref_name))
-            if ref is not None:
-                _required_str(errs, ref.get("name"), child(child(item_path, ref_name), "name"))
+            if ref is None:
+                continue
+            name_path = child(child(item_path, ref_name), "name")
+            name = _required_str(errs, ref.get("name"), name_path)
+            if name:
+                _name_errors(errs, name, name_path,
+                             lambda n: is_dns1123_subdomain(mask_trailing_dash(n)))
+        # Kubernetes reports these at the envFrom list's path, not the item's.
+        if not refs:
+            errs.append(invalid(path, "", "must specify one of: `configMapRef` "
+                                "or `secretRef`"))
+        elif len(refs) > 1:
+            errs.append(invalid(path, "", "may not have more than one field "
+                                "specified at a time"))
 
 
 # --------------------------------------------------------- volume mounts
@@ -739,8 +791,8 @@ def _validate_volume_mounts(errs, mounts, path: str, volumes: set[str]) -> None:
     mount_paths: set[str] = set()
     for _, mount_path, mount in _items(errs, mounts, path, "volume mounts"):
         name = _required_str(errs, mount.get("name"), child(mount_path, "name"))
-        if name and name not in volumes:
-            errs.append(not_found(child(mount_path, "name"), name))
+        if (name or mount.get("name") in (None, "")) and (name or "") not in volumes:
+            errs.append(not_found(child(mount_path, "name"), name or ""))
         target = _required_str(errs, mount.get("mountPath"), child(mount_path, "mountPath"))
         if target in mount_paths:
             errs.append(invalid(child(mount_path, "mountPath"), target, "must be unique"))
@@ -762,8 +814,11 @@ def _validate_volume_mounts(errs, mounts, path: str, volumes: set[str]) -> None:
 STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 
 
-def _check_quantity(errs, value, path: str):
-    """A quantity field: parsed, non-negative. Returns the Quantity or None."""
+def _check_quantity(errs, value, path: str, allow_negative: bool = False):
+    """A quantity field: parsed, non-negative. Returns the Quantity or None.
+
+    A value that is no quantity at all is a decode error in Kubernetes, so
+    those messages are ours (common/quantity.py)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         errs.append(_type_error(path, value, 'a quantity such as "500m" or "128Mi"'))
         return None
@@ -772,20 +827,40 @@ def _check_quantity(errs, value, path: str):
     except QuantityError as err:
         errs.append(invalid(path, value, str(err)))
         return None
-    if quantity.sign() < 0:
+    if quantity.sign() < 0 and not allow_negative:
         errs.append(invalid(path, str(quantity), "must be greater than or equal to 0"))
         return None
     return quantity
 
 
+# helper.IsStandardResourceName (pkg/apis/core/helper/helpers.go): every name
+# Kubernetes calls standard. validateResourceName checks a name without "/"
+# against these first, then validateContainerResourceName against
+# STANDARD_CONTAINER_RESOURCES.
+STANDARD_RESOURCES = (
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
+    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage",
+    "pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
+    "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports",
+    "services.loadbalancers")
+
+
 def _resource_name_errors(name: str) -> list[str]:
+    """validateContainerResourceName: a name without a "/" gets both
+    messages when it is no standard resource ("gpu")."""
     msgs = is_qualified_name(name)
     if msgs:
         return msgs
-    if "/" not in name and name not in STANDARD_CONTAINER_RESOURCES \
-            and not name.startswith("hugepages-"):
-        return ["must be a standard resource for containers"]
-    return []
+    if "/" not in name:
+        if name not in STANDARD_RESOURCES and not name.startswith(
+                ("hugepages-", "requests.hugepages-")):
+            msgs.append("must be a standard resource type or fully qualified")
+        if name not in STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
+            msgs.append("must be a standard resource for containers")
+    elif "kubernetes.io/" not in name and (
+            name.startswith("requests.") or is_qualified_name("requests." + name)):
+        msgs.append("doesn't follow extended resource name standard")
+    return msgs
 
 
 def _overcommit_allowed(name: str) -> bool:
@@ -874,7 +949,8 @@ def _check_exec(errs, handler: dict, path: str, port_names) -> None:
 def _check_port(errs, port, path: str, port_names: set[str] | None) -> None:
     """A port given as a number or as the name of one of the container's ports."""
     if port is None:
-        errs.append(required(path))
+        # An unset IntOrString is the number 0 to Kubernetes.
+        errs.append(invalid(path, 0, "must be between 1 and 65535, inclusive"))
     elif isinstance(port, str):
         msgs = is_valid_port_name(port)
         errs += [invalid(path, port, m) for m in msgs]
@@ -910,7 +986,7 @@ def _check_tcp_socket(errs, handler: dict, path: str, port_names) -> None:
 def _check_grpc(errs, handler: dict, path: str, port_names) -> None:
     port_path = child(path, "port")
     if handler.get("port") is None:
-        errs.append(required(port_path))
+        errs.append(invalid(port_path, 0, "must be between 1 and 65535, inclusive"))
     else:  # gRPC probes take a number only
         _get_int(errs, handler["port"], port_path, 1, 65535,
                  "must be between 1 and 65535, inclusive")

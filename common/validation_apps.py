@@ -5,7 +5,9 @@ Each embeds a pod template, checked with the Pod's own rules at
 `spec.template.spec`, and a label selector that must pick the pods the
 template makes: a selector that missed them would have the controller
 create pods forever. Messages follow k8s.io/kubernetes pkg/apis/apps/validation
-and pkg/apis/batch/validation.
+and pkg/apis/batch/validation, except type errors (ours, see validation.py)
+and an unsupported strategy type, which we report at `.type` with the bad
+string where Kubernetes reports `spec.strategy` with the whole Go struct.
 
 As in validation.py, fields that defaulting fills in (replicas, strategy,
 restartPolicy of a ReplicaSet's pods, ...) may be left out; when given they
@@ -150,7 +152,7 @@ def _shown(value):
 
 # -------------------------------------------------------------- DaemonSet
 
-DAEMON_SET_STRATEGIES = ("OnDelete", "RollingUpdate")
+DAEMON_SET_STRATEGIES = ("RollingUpdate", "OnDelete")  # Kubernetes' order
 
 
 def validate_daemon_set(obj: dict) -> list[FieldError]:
@@ -189,7 +191,7 @@ def _validate_daemon_set_strategy(errs: list, strategy, path: str) -> None:
 
 # -------------------------------------------------------------------- Job
 
-COMPLETION_MODES = ("Indexed", "NonIndexed")
+COMPLETION_MODES = ("NonIndexed", "Indexed")  # Kubernetes' order
 JOB_RESTART_POLICIES = ("OnFailure", "Never")
 
 
@@ -212,12 +214,11 @@ def validate_job(obj: dict) -> list[FieldError]:
     if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
         errs.append(required("spec.completions", "when completion mode is Indexed"))
     # A Job's pods run to completion: Always would restart a finished pod.
+    # Kubernetes gives unset (defaulted to Always) and Always one message.
     policy = pod_spec.get("restartPolicy")
-    if policy is None or policy == "":
-        # Kubernetes defaults it to Always first and then refuses that; we
-        # leave it unset (see defaults.py) and say what to write instead.
+    if policy is None or policy in ("", "Always"):
         errs.append(required("spec.template.spec.restartPolicy",
-                             'supported values: "Never", "OnFailure"'))
+                             'valid values: "OnFailure", "Never"'))
     elif isinstance(policy, str) and policy not in JOB_RESTART_POLICIES:
         errs.append(not_supported("spec.template.spec.restartPolicy", policy,
                                   JOB_RESTART_POLICIES))

@@ -1,7 +1,10 @@
 """Validate the core/v1 kinds besides Pod: Namespace, Node, Service,
 Endpoints, Event, ConfigMap and Secret.
 
-Messages and paths follow k8s.io/kubernetes pkg/apis/core/validation. Each
+Messages and paths follow k8s.io/kubernetes v1.32 pkg/apis/core/validation
+(tests/common/test_validation_kinds.py names the function for each), except
+type errors, which are ours (see validation.py), and the few places where a
+function's docstring says we differ on purpose (taints' path). Each
 validate_<kind>(obj) takes the whole object (type meta and metadata are
 checked by validate.py) and returns every problem it finds; the
 validate_<kind>_update(new, old) functions add the rules that compare an
@@ -15,14 +18,13 @@ import binascii
 import ipaddress
 import json
 
-from common.field_errors import (FieldError, child, duplicate, forbidden, index, invalid, key,
+from common.field_errors import (FieldError, _go_str, child, duplicate, forbidden, index, invalid, key,
                                  not_supported, required, too_long)
-from common.names import (_regex_error, is_config_map_key, is_dns1123_label,
-                          is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
-                          is_valid_port_name)
+from common.names import (is_config_map_key, is_dns1123_label, is_dns1123_subdomain,
+                          is_qualified_name, is_valid_label_value, is_valid_port_name)
 from common.validation import (PROTOCOLS, TAINT_EFFECTS, _as_int, _check_enum, _check_quantity,
                                _get_bool, _get_dict, _get_int, _get_list, _get_str, _is_ip, _items,
-                               _matches, _type_error, validate_labels)
+                               _type_error, validate_labels)
 from common.validation_shared import (FIELD_IMMUTABLE, GoValue, check_immutable,
                                       go_string_slice)
 
@@ -111,6 +113,9 @@ def _is_cidr(text: str) -> bool:
 
 
 def _validate_taints(errs, taints, path: str) -> None:
+    """validateNodeTaints' rules and wording. One difference, ours: Kubernetes
+    1.32 reports these at metadata.taints[i] (ValidateNode hands it the
+    metadata path); we report them where they are, at spec.taints[i]."""
     unique: set[tuple] = set()
     for _, taint_path, taint in _items(errs, taints, path, "taints"):
         taint_key = _get_str(errs, taint.get("key"), child(taint_path, "key"))
@@ -129,8 +134,8 @@ def _validate_taints(errs, taints, path: str) -> None:
         # leave it unclear which value a toleration is matched against.
         if isinstance(taint_key, str) and isinstance(effect, str):
             if (taint_key, effect) in unique:
-                shown = GoValue(f'core.Taint{{Key:"{taint_key}", Value:"{value or ""}", '
-                                f'Effect:"{effect}", TimeAdded:<nil>}}')
+                shown = GoValue(f'core.Taint{{Key:{_go_str(taint_key)}, Value:{_go_str(value or "")}, '
+                                f'Effect:{_go_str(effect)}, TimeAdded:(*v1.Time)(nil)}}')
                 errs.append(FieldError(taint_path, "Duplicate value", shown,
                                        "taints must be unique by key and effect pair"))
             unique.add((taint_key, effect))
@@ -145,8 +150,10 @@ def validate_node_status(obj: dict) -> list[FieldError]:
             if not isinstance(name, str):
                 errs.append(_type_error(path, name, "a string"))
                 continue
-            _name_list_errors(errs, name, key(path, name), is_qualified_name)
-            _check_quantity(errs, amount, key(path, name))
+            # Kubernetes' path here is status.capacity.cpu (Child, not Key);
+            # the name check is ours (Kubernetes checks only the amount).
+            _name_list_errors(errs, name, child(path, name), is_qualified_name)
+            _check_quantity(errs, amount, child(path, name))
     for _, addr_path, addr in _items(errs, status.get("addresses"), "status.addresses",
                                      "node addresses"):
         _get_str(errs, addr.get("type"), child(addr_path, "type"))
@@ -173,23 +180,13 @@ def validate_node_update(new: dict, old: dict) -> list[FieldError]:
 
 # --------------------------------------------------------------- Service
 
-SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
+# Sorted, as Kubernetes prints them (sets.List).
+SERVICE_TYPES = ("ClusterIP", "ExternalName", "LoadBalancer", "NodePort")
 SESSION_AFFINITIES = ("ClientIP", "None")
 TRAFFIC_POLICIES = ("Cluster", "Local")
-IP_FAMILY_POLICIES = ("SingleStack", "PreferDualStack", "RequireDualStack")
+IP_FAMILY_POLICIES = ("PreferDualStack", "RequireDualStack", "SingleStack")
 IP_FAMILIES = ("IPv4", "IPv6")
 MAX_CLIENT_IP_AFFINITY_SECONDS = 86400
-_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-
-
-def dns1035_label_format(value: str) -> list[str]:
-    """Service names become DNS names and environment variables
-    (WEB_SERVICE_HOST), so they must start with a letter."""
-    if _matches(_DNS1035_FMT, value):
-        return []
-    return [_regex_error("a DNS-1035 label must consist of lower case alphanumeric "
-                         "characters or '-', start with an alphabetic character, and end "
-                         "with an alphanumeric character", _DNS1035_FMT, "my-name", "abc-123")]
 
 
 # [START validate-service]
@@ -421,14 +418,14 @@ def validate_endpoints(obj: dict) -> list[FieldError]:
 
 
 def _validate_endpoint_address(errs: list, addr: dict, path: str) -> None:
+    """validateEndpointAddress: the IP, hostname and nodeName, then the IP's
+    range. An IP that does not parse fails both IP checks, so Kubernetes
+    prints two messages for it, and so do we."""
     ip_path = child(path, "ip")
     ip = _get_str(errs, addr.get("ip"), ip_path)
-    if ip is None or not _is_ip(ip):
-        if addr.get("ip") is None or ip is not None:
-            errs.append(invalid(ip_path, ip or "", IP_MSG))
-    else:
-        # Traffic to these would never reach a pod on another machine.
-        errs += [invalid(ip_path, ip, msg) for msg in _special_ip_errors(ip)]
+    typed_ip = ip is not None or addr.get("ip") is None
+    if typed_ip and not _is_ip(ip or ""):
+        errs.append(invalid(ip_path, ip or "", IP_MSG))
     hostname = _get_str(errs, addr.get("hostname"), child(path, "hostname"))
     if hostname:
         _name_list_errors(errs, hostname, child(path, "hostname"), is_dns1123_label)
@@ -436,6 +433,11 @@ def _validate_endpoint_address(errs: list, addr: dict, path: str) -> None:
     if node_name:
         _name_list_errors(errs, node_name, child(path, "nodeName"), is_dns1123_subdomain)
     _get_dict(errs, addr.get("targetRef"), child(path, "targetRef"))
+    if typed_ip and not _is_ip(ip or ""):
+        errs.append(invalid(ip_path, ip or "", "must be a valid IP address"))
+    elif typed_ip:
+        # Traffic to these would never reach a pod on another machine.
+        errs += [invalid(ip_path, ip, msg) for msg in _special_ip_errors(ip)]
 
 
 _LINK_LOCAL_MULTICAST = {4: ipaddress.ip_network("224.0.0.0/24"),
@@ -489,10 +491,28 @@ def validate_event(obj: dict) -> list[FieldError]:
         if involved_ns == "" and namespace not in ("default", "kube-system"):
             errs.append(invalid("involvedObject.namespace", involved_ns,
                                 "does not match event.namespace"))
-        for field in ("reportingComponent", "reportingInstance", "action", "reason"):
-            if not obj.get(field):
-                errs.append(required(field))
+        _validate_event_reporter(errs, obj)
     return errs
+
+
+# legacyValidateEvent's limits (pkg/apis/core/validation/events.go).
+EVENT_TEXT_LIMITS = {"reportingInstance": 128, "action": 128, "reason": 128, "message": 1024}
+
+
+def _validate_event_reporter(errs: list, obj: dict) -> None:
+    """Who reported a "new" event, as legacyValidateEvent checks it: the
+    component must be a qualified name, so an empty one fails that too."""
+    text = {f: obj.get(f) if isinstance(obj.get(f), str) else ""
+            for f in ("reportingComponent", "reportingInstance", "action", "reason", "message")}
+    if not text["reportingComponent"]:
+        errs.append(required("reportingComponent"))
+    errs += [invalid("reportingComponent", text["reportingComponent"], m)
+             for m in is_qualified_name(text["reportingComponent"])]
+    for field in ("reportingInstance", "action", "reason", "message"):
+        if not text[field] and field != "message":
+            errs.append(required(field))
+        if len(text[field].encode("utf-8", "surrogatepass")) > EVENT_TEXT_LIMITS[field]:
+            errs.append(invalid(field, "", f"can have at most {EVENT_TEXT_LIMITS[field]} characters"))
 
 
 # ------------------------------------------------------ ConfigMap, Secret
@@ -509,7 +529,8 @@ def validate_config_map(obj: dict) -> list[FieldError]:
                 errs.append(_type_error(field, k, "a string"))
                 continue
             _name_list_errors(errs, k, key(field, k), is_config_map_key)
-            if k in other:
+            # Kubernetes reports a key in both bags once, on the data side.
+            if field == "data" and k in other:
                 errs.append(invalid(key(field, k), k, f"duplicate of key present in {other_name}"))
             if field == "data":
                 value = _get_str(errs, value, key(field, k))
@@ -629,7 +650,7 @@ def validate_secret_update(new: dict, old: dict) -> list[FieldError]:
     return errs + validate_immutable_data_update(new, old, ("data",))
 
 
-__all__ = ["FIELD_IMMUTABLE", "dns1035_label_format", "validate_namespace",
+__all__ = ["FIELD_IMMUTABLE", "validate_namespace",
            "validate_namespace_status", "validate_node", "validate_node_status",
            "validate_node_update", "validate_service", "validate_service_update",
            "validate_endpoints", "validate_event", "validate_config_map",

@@ -19,7 +19,7 @@ from common.validation import (PROTOCOLS, _check_enum, _get_bool, _get_dict, _ge
 from common.validation_core import _special_ip_errors
 from common.validation_shared import check_immutable
 
-ADDRESS_TYPES = ("IPv4", "IPv6", "FQDN")
+ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")  # sorted, as Kubernetes prints them
 # Kubernetes' limits: what one object may hold, not how the controller cuts
 # (it puts at most 100 endpoints in a slice, --max-endpoints-per-slice).
 MAX_ENDPOINTS = 1000

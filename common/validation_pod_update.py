@@ -20,7 +20,9 @@ UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.tolerations` (only additions to existing tolerations),"
     "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously "
     "negative)")
-POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+# Kubernetes 1.32 does not check status.phase at all: this check is ours.
+POD_PHASES = ("Failed", "Pending", "Running", "Succeeded", "Unknown")
+IP_MSG = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
 def _spec_of(pod: dict) -> dict:
@@ -34,6 +36,7 @@ def validate_pod_update(new: dict, old: dict) -> list[FieldError]:
     new_spec, old_spec = _spec_of(new), _spec_of(old)
     if not _check_active_deadline(errs, new_spec, old_spec):
         return errs
+    _check_only_added_tolerations(errs, new_spec, old_spec)
     # Copy the allowed changes from the new spec onto the old one: if the
     # result differs from the new spec, something else changed too.
     allowed = _with_allowed_changes(old_spec, new_spec)
@@ -80,17 +83,32 @@ def _with_allowed_changes(old_spec: dict, new_spec: dict) -> dict:
             result[field] = new_spec[field]
         else:
             result.pop(field, None)
-    # Tolerations may be added (a taint manager may then leave the pod
-    # alone), never removed or changed.
-    new_tol, old_tol = new_spec.get("tolerations"), old_spec.get("tolerations") or []
-    if isinstance(new_tol, list) and isinstance(old_tol, list) \
-            and all(t in new_tol for t in old_tol):
-        result["tolerations"] = new_tol
+    # Tolerations are checked on their own (_check_only_added_tolerations).
+    if "tolerations" in new_spec:
+        result["tolerations"] = new_spec["tolerations"]
+    else:
+        result.pop("tolerations", None)
     grace_old = _as_int(old_spec.get("terminationGracePeriodSeconds"))
     if grace_old is not None and grace_old < 0 \
             and _as_int(new_spec.get("terminationGracePeriodSeconds")) == 1:
         result["terminationGracePeriodSeconds"] = new_spec["terminationGracePeriodSeconds"]
     return result
+
+
+def _check_only_added_tolerations(errs: list, new_spec: dict, old_spec: dict) -> None:
+    """Tolerations may be added (a taint manager may then leave the pod
+    alone); an existing one may change only its tolerationSeconds
+    (validateOnlyAddedTolerations)."""
+    new_tol = new_spec.get("tolerations") if isinstance(new_spec.get("tolerations"), list) else []
+    old_tol = old_spec.get("tolerations") if isinstance(old_spec.get("tolerations"), list) else []
+
+    def without_seconds(tol):
+        return {k: v for k, v in tol.items() if k != "tolerationSeconds"} \
+            if isinstance(tol, dict) else tol
+    kept = [without_seconds(t) for t in new_tol]
+    if any(without_seconds(t) not in kept for t in old_tol):
+        errs.append(forbidden("spec.tolerations",
+                              "existing toleration can not be modified except its tolerationSeconds"))
 
 
 def _differences(a, b, path: str, limit: int = 5) -> list[tuple[str, object, object]]:
@@ -126,17 +144,20 @@ def validate_pod_status(new: dict, old: dict | None = None) -> list[FieldError]:
     phase = _get_str(errs, status.get("phase"), "status.phase")
     if phase and phase not in POD_PHASES:
         errs.append(not_supported("status.phase", phase, POD_PHASES))
-    for field in ("podIP", "hostIP"):
-        ip = _get_str(errs, status.get(field), f"status.{field}")
-        if ip and not _is_ip(ip):
-            errs.append(invalid(f"status.{field}", ip, "must be a valid IP address, "
-                                "(e.g. 10.9.8.7 or 2001:db8::ffff)"))
-    for field in ("podIPs", "hostIPs"):
-        for _, item_path, item in _items(errs, status.get(field), f"status.{field}", "IPs"):
+    # Kubernetes keeps no podIP of its own: a lone podIP becomes podIPs[0],
+    # and a bad IP is reported at its list index. A lone hostIP it does not
+    # check at all; that check (at status.hostIP) is ours.
+    pod_ip = _get_str(errs, status.get("podIP"), "status.podIP")
+    if pod_ip and not status.get("podIPs") and not _is_ip(pod_ip):
+        errs.append(invalid("status.podIPs[0]", pod_ip, IP_MSG))
+    host_ip = _get_str(errs, status.get("hostIP"), "status.hostIP")
+    if host_ip and not _is_ip(host_ip):
+        errs.append(invalid("status.hostIP", host_ip, IP_MSG))
+    for plural in ("podIPs", "hostIPs"):
+        for _, item_path, item in _items(errs, status.get(plural), f"status.{plural}", "IPs"):
             ip = _get_str(errs, item.get("ip"), f"{item_path}.ip")
             if ip is not None and not _is_ip(ip):
-                errs.append(invalid(f"{item_path}.ip", ip, "must be a valid IP address, "
-                                    "(e.g. 10.9.8.7 or 2001:db8::ffff)"))
+                errs.append(invalid(item_path, ip, IP_MSG))
     for field in ("conditions", "containerStatuses", "initContainerStatuses"):
         for _ in _items(errs, status.get(field), f"status.{field}", field):
             pass

@@ -25,8 +25,10 @@ FIELD_IMMUTABLE = "field is immutable"
 # ------------------------------------------------------- Go-printed values
 
 def go_string_map(value) -> GoValue:
-    """map[string]string{"a":"b"}; Go prints map keys sorted."""
-    if not isinstance(value, dict) or not value:
+    """map[string]string{"a":"b"}; Go prints map keys sorted. A JSON `{}`
+    decodes to an empty map, which Go prints as map[string]string{}; only a
+    missing map is (nil)."""
+    if not isinstance(value, dict):
         return GoValue("map[string]string(nil)")
     pairs = ", ".join(f"{_go_str(k)}:{_go_str(v)}"
                       for k, v in sorted(value.items(), key=lambda kv: str(kv[0])))
@@ -69,11 +71,8 @@ def validate_label_selector(errs: list, selector, path: str) -> dict | None:
     exprs_path = child(path, "matchExpressions")
     for _, expr_path, expr in _items(errs, selector.get("matchExpressions"), exprs_path,
                                      "label selector requirements"):
+        # ValidateLabelSelectorRequirement's order: operator, key, values.
         key = _get_str(errs, expr.get("key"), child(expr_path, "key"))
-        # An empty key fails the qualified-name check, as in Kubernetes.
-        if key is not None or expr.get("key") is None:
-            errs += [invalid(child(expr_path, "key"), key or "", m)
-                     for m in is_qualified_name(key or "")]
         operator = _get_str(errs, expr.get("operator"), child(expr_path, "operator"))
         values_path = child(expr_path, "values")
         values = _get_list(errs, expr.get("values"), values_path, "a list of strings")
@@ -88,6 +87,10 @@ def validate_label_selector(errs: list, selector, path: str) -> dict | None:
         elif operator is not None or expr.get("operator") is None:
             errs.append(invalid(child(expr_path, "operator"), operator or "",
                                 "not a valid selector operator"))
+        # An empty key fails the qualified-name check, as in Kubernetes.
+        if key is not None or expr.get("key") is None:
+            errs += [invalid(child(expr_path, "key"), key or "", m)
+                     for m in is_qualified_name(key or "")]
         for i, value in enumerate(values or ()):
             value = _get_str(errs, value, index(values_path, i))
             if value is not None:
@@ -135,6 +138,7 @@ def int_or_percent(errs: list, value, path: str):
         return int(value[:-1]), True
     number = _as_int(value)
     if number is None:
+        # Ours: Kubernetes fails this while decoding (see _type_error).
         errs.append(_type_error(path, value, "an integer or percentage (e.g '5%')"))
         return None
     if number < 0:
