@@ -38,8 +38,10 @@ STOP_WAIT = 10          # a background terminal after Ctrl-C
 # time the README shows one, the runner notes what the real one was, and
 # wherever the README repeats it the real one must repeat too. Binding is
 # one-to-one: two different values in the README are two different real
-# values. Loopback and "any" addresses (127.x, 0.0.0.0) are not bound but
-# compared as written: they are configuration, not something that varies.
+# values. Fixed addresses are not bound but compared as written: loopback
+# and "any" (127.x, 0.0.0.0), and every address the lesson's commands type
+# (a flag, a URL, a manifest in a heredoc). They are configuration, not
+# something that varies, so a README value that varies cannot stand for one.
 BOUND = re.compile(r"(?P<uid>\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)"
                    r"|(?P<id>\b[0-9a-f]{64}\b|\b[0-9a-f]{12}\b)"
                    r"|(?P<ip>\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b)")
@@ -63,9 +65,9 @@ class LessonFailure(AssertionError):
 
 # --- comparing output -----------------------------------------------------------
 
-def normalise(line: str) -> str:
+def normalise(line: str, fixed=frozenset()) -> str:
     """The line as compared: varying parts replaced by placeholders."""
-    line = BOUND.sub(lambda m: m.group() if _literal(m) else f"<{m.lastgroup}>", line)
+    line = BOUND.sub(lambda m: m.group() if _literal(m, fixed) else f"<{m.lastgroup}>", line)
     return _free(line)
 
 
@@ -75,8 +77,17 @@ def _free(line: str) -> str:
     return " ".join(line.split())
 
 
-def _literal(match: re.Match) -> bool:
-    return match.lastgroup == "ip" and bool(LITERAL_IP.match(match.group()))
+def _literal(match: re.Match, fixed=frozenset()) -> bool:
+    return match.lastgroup == "ip" and _fixed_ip(match.group(), fixed)
+
+
+def _fixed_ip(address: str, fixed=frozenset()) -> bool:
+    return bool(LITERAL_IP.match(address)) or address in fixed
+
+
+def typed_addresses(text: str) -> set[str]:
+    """The IPv4 addresses a command types: fixed for the whole lesson."""
+    return {m.group() for m in BOUND.finditer(text) if m.lastgroup == "ip"}
 
 
 def forgive_ages(lines: list[str], header_lines: list[str] | None = None) -> list[str]:
@@ -113,7 +124,7 @@ def _age_column(line: str, current: int | None) -> int | None:
     return current
 
 
-def _line_pattern(expected: str) -> re.Pattern:
+def _line_pattern(expected: str, fixed=frozenset()) -> re.Pattern:
     """The expected line as a regex over the *actual* line (times and
     durations already forgiven): `...` matches any text, and each id, uid or
     IP is a group capturing the real value, so binding sees every one."""
@@ -122,7 +133,7 @@ def _line_pattern(expected: str) -> re.Pattern:
         regex, position = "", 0
         for match in BOUND.finditer(part):
             regex += re.escape(part[position:match.start()])
-            regex += re.escape(match.group()) if _literal(match) else rf"\b({_KIND[match.lastgroup]})\b"
+            regex += re.escape(match.group()) if _literal(match, fixed) else rf"\b({_KIND[match.lastgroup]})\b"
             position = match.end()
         pieces.append(regex + re.escape(part[position:]))
     return re.compile(".*?".join(pieces) + r"\Z")
@@ -132,19 +143,19 @@ _KIND = {"uid": r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
          "id": r"[0-9a-f]{64}|[0-9a-f]{12}", "ip": r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}"}
 
 
-def _shown_values(expected: str) -> list[tuple[str, str]]:
+def _shown_values(expected: str, fixed=frozenset()) -> list[tuple[str, str]]:
     """(kind, value) of each bound value the README line shows, in order."""
-    return [(m.lastgroup, m.group()) for m in BOUND.finditer(_free(expected)) if not _literal(m)]
+    return [(m.lastgroup, m.group()) for m in BOUND.finditer(_free(expected)) if not _literal(m, fixed)]
 
 
-def _line_match(expected: str, actual: str) -> re.Match | None:
-    return _line_pattern(expected).match(_free(actual))
+def _line_match(expected: str, actual: str, fixed=frozenset()) -> re.Match | None:
+    return _line_pattern(expected, fixed).match(_free(actual))
 
 
-def _align(wanted: list[str], got: list[str]) -> list[tuple[int, int]] | None:
+def _align(wanted: list[str], got: list[str], fixed=frozenset()) -> list[tuple[int, int]] | None:
     """Pairs (expected index, actual index) of a match, or None. A line that
     is only `...` matches any number of lines."""
-    patterns = [None if w.strip() == "..." else _line_pattern(w) for w in wanted]
+    patterns = [None if w.strip() == "..." else _line_pattern(w, fixed) for w in wanted]
     free = [_free(g) for g in got]
 
     def match(i: int, j: int) -> list[tuple[int, int]] | None:
@@ -166,18 +177,24 @@ def _align(wanted: list[str], got: list[str]) -> list[tuple[int, int]] | None:
 def bind(expected: str, actual: str, bindings: dict) -> str | None:
     """Check the bound values of one matched pair of lines, one-to-one: a
     value the README shows again must be the same real value, and a real
-    value can stand for only one README value. None if they agree with
-    everything seen before in the lesson (and then they are noted), else why
-    not (and nothing is noted)."""
-    found = _line_match(expected, actual)
+    value can stand for only one README value; an address that varies
+    cannot stand for a fixed one. None if they agree with everything seen
+    before in the lesson (and then they are noted), else why not (and
+    nothing is noted)."""
+    fixed = bindings.get("fixed", frozenset())
+    found = _line_match(expected, actual, fixed)
     if found is None:
         return "the line does not match"
-    shown = _shown_values(expected)
+    shown = _shown_values(expected, fixed)
     real = list(found.groups())     # in the order the README line shows them
     forward, backward = bindings.setdefault("shown", {}), bindings.setdefault("real", {})
     new: dict = {}
     for (kind, value), actual_value in zip(shown, real):
         key, real_key = (kind, value), (kind, actual_value)
+        if kind == "ip" and _fixed_ip(actual_value, fixed):
+            return (f"the README shows {value}, an address that varies, where the real output shows "
+                    f"{actual_value}, a fixed one (loopback, 0.0.0.0 or typed in a command): "
+                    "show it as written")
         before = forward.get(key, new.get(key))
         if before is not None and before != actual_value:
             return (f"the README shows {kind} {value} again, which stood for {before} "
@@ -194,26 +211,36 @@ def bind(expected: str, actual: str, bindings: dict) -> str | None:
 
 
 def compare(expected: list[str], actual: list[str], bindings: dict) -> str | None:
-    """None if the output is what the README shows, else why not."""
-    wanted = forgive_ages([line for line in expected if line.strip()])
-    got = forgive_ages([line for line in actual if line.strip()])
-    pairs = _align(wanted, got)
+    """None if the output is what the README shows, else why not. Bindings
+    are noted only if every line agrees (a failed try of an `until` step
+    leaves nothing behind)."""
+    fixed = bindings.get("fixed", frozenset())
+    # A blank line ends a table: ages are forgiven before blank lines go.
+    wanted = [line for line in forgive_ages(expected) if line.strip()]
+    got = [line for line in forgive_ages(actual) if line.strip()]
+    pairs = _align(wanted, got, fixed)
     if pairs is None:
-        return "the output differs from the README\n" + diff(wanted, got)
+        return "the output differs from the README\n" + diff(wanted, got, fixed)
+    trial = _copy(bindings)
     for i, j in pairs:
-        problem = bind(wanted[i], got[j], bindings)
+        problem = bind(wanted[i], got[j], trial)
         if problem:
             return problem
+    bindings.update(trial)
     return None
 
 
-def matches(expected: list[str], actual: list[str]) -> bool:
-    return compare(expected, actual, {}) is None
+def _copy(bindings: dict) -> dict:
+    return {kind: seen.copy() for kind, seen in bindings.items()}
 
 
-def diff(expected: list[str], actual: list[str]) -> str:
+def matches(expected: list[str], actual: list[str], fixed=frozenset()) -> bool:
+    return compare(expected, actual, {"fixed": set(fixed)}) is None
+
+
+def diff(expected: list[str], actual: list[str], fixed=frozenset()) -> str:
     """A diff of what was compared (varying parts already replaced)."""
-    lines = difflib.unified_diff([normalise(e) for e in expected], [normalise(a) for a in actual],
+    lines = difflib.unified_diff([normalise(e, fixed) for e in expected], [normalise(a, fixed) for a in actual],
                                  "expected (README)", "actual", lineterm="", n=2)
     return "\n".join(lines) + "\n(times, ids, IPs and ages are shown as <time>, <id>, <ip>, <age>)"
 
@@ -280,7 +307,7 @@ class Background:
     """A command left running "in its own terminal": our own child, in its
     own process group, so its exit code is real and Ctrl-C reaches it."""
     command: str
-    line: int
+    started: str            # file:line of the step that started it (a lesson may have parts)
     process: subprocess.Popen
     log: Path
     seen: int = 0           # output lines already used by an earlier step
@@ -310,6 +337,10 @@ class Session:
     node_names: set[str] = field(default_factory=set)
     bindings: dict = field(default_factory=dict)
 
+    def fix_addresses(self, command: str) -> None:
+        """The addresses a command types are configuration: compared as written."""
+        self.bindings.setdefault("fixed", set()).update(typed_addresses(command))
+
     def shell(self, machine: str) -> Shell:
         if machine not in self.shells:
             # A learner's fresh terminal: not inside our venv, nor inside `make test`
@@ -320,13 +351,13 @@ class Session:
             self.shells[machine] = Shell(machine, self.cwd, env, self.workdir)
         return self.shells[machine]
 
-    def start_background(self, machine: str, command: str, line: int) -> Background:
+    def start_background(self, machine: str, command: str, started: str) -> Background:
         cwd, env = self.shell(machine).state()
         log = self.workdir / f"background-{len(self.backgrounds)}.log"
         with open(log, "wb") as out:
             process = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                        stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        background = Background(command, line, process, log)
+        background = Background(command, started, process, log)
         self.backgrounds.append(background)
         return background
 
@@ -334,7 +365,7 @@ class Session:
         for background in self.backgrounds:
             code = None if background.interrupted else background.exit_code()
             if code is not None:
-                raise LessonFailure(f"the background command of line {background.line} "
+                raise LessonFailure(f"the background command of {background.started} "
                                     f"(`{background.command}`) has exited with code {code}; its output:\n"
                                     + "\n".join(background.output()[-30:]))
 
@@ -490,8 +521,12 @@ def play(files: list[Path], session: Session) -> str | None:
     """Play the files in order in one session; None, or the first failure
     (which names its file and line)."""
     from sybil.example import SybilFailure
-    for path in files:
-        document = lesson_document(path)
+    documents = [lesson_document(path) for path in files]  # a mistake in any part fails before anything runs
+    for document in documents:      # what the lesson types is fixed from its first step
+        for example in document.examples():
+            for command in ([] if example.parsed.options.get("skip") else example.parsed.commands):
+                session.fix_addresses(command.text)
+    for document in documents:
         document.namespace["session"] = session
         try:
             for example in document.examples():
@@ -510,7 +545,8 @@ def evaluate_step(example) -> str | None:
     step: Step = example.parsed
     if step.options.get("skip"):
         return None
-    where = f"{example.path}:{step.line}"
+    path = _display(example.path)
+    where = f"{path}:{step.line}"
     try:
         session.check_backgrounds()
         if step.options.get("interrupt"):
@@ -520,18 +556,27 @@ def evaluate_step(example) -> str | None:
         elif not step.commands:
             _background_shows(session, step.expected, where, any_order=step.options.get("any order", False))
         for command in step.commands:
-            where = f"{example.path}:{command.line}"
+            where = f"{path}:{command.line}"
+            session.fix_addresses(command.text)
             session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
             if step.options.get("background"):
-                background = session.start_background(command.machine, command.text, command.line)
+                background = session.start_background(command.machine, command.text, where)
                 _background_shows(session, command.expected, where, background,
                                   any_order=step.options.get("any order", False))
             else:
                 _run(session, command, where, step.options.get("until", 0.0))
         session.check_backgrounds()   # a terminal that died during this step
     except LessonFailure as failure:
-        return str(failure) if str(failure).startswith(str(example.path)) else f"{where}: {failure}"
+        return str(failure) if str(failure).startswith(path) else f"{where}: {failure}"
     return None
+
+
+def _display(path: str) -> str:
+    """A lesson file as a learner names it: relative to the repository."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def _run(session: Session, command: Command, where: str, patience: float) -> None:
@@ -574,7 +619,7 @@ def _background_shows(session: Session, expected: list[str], where: str,
         exited = background.exit_code() is not None and not background.interrupted
         if exited or time.monotonic() >= deadline:
             why = "exited" if exited else f"did not print them within {OUTPUT_WAIT} s"
-            raise LessonFailure(f"{where}: the background command of line {background.line} "
+            raise LessonFailure(f"{where}: the background command of {background.started} "
                                 f"(`{background.command}`) {why}; missing lines:\n{found}\n"
                                 "its last output:\n" + "\n".join(output[-20:]))
         time.sleep(0.2)
@@ -588,14 +633,15 @@ def _find_lines(wanted: list[str], output: list[str], start: int, bindings: dict
     are noted only if every line is found."""
     wanted = forgive_ages(wanted, header_lines=output)
     actual = forgive_ages(output)
-    trial = {kind: dict(seen) for kind, seen in bindings.items()}
+    trial = _copy(bindings)
+    fixed = trial.get("fixed", frozenset())
     used: set[int] = set()
     indexes: list[int] = []
     position = start
     for number, line in enumerate(wanted):
         candidates = range(start if any_order else position, len(actual))
-        index = next((k for k in candidates if k not in used and _line_match(line, actual[k])
-                      and bind(line, actual[k], {kind: dict(seen) for kind, seen in trial.items()}) is None),
+        index = next((k for k in candidates if k not in used and _line_match(line, actual[k], fixed)
+                      and bind(line, actual[k], _copy(trial)) is None),
                      None)
         if index is None:
             return "\n".join(wanted[number:])
@@ -603,8 +649,7 @@ def _find_lines(wanted: list[str], output: list[str], start: int, bindings: dict
         used.add(index)
         indexes.append(index)
         position = index + 1
-    for kind, seen in trial.items():
-        bindings.setdefault(kind, {}).update(seen)
+    bindings.update(trial)
     return indexes
 
 
@@ -624,10 +669,10 @@ def _interrupt(session: Session, expected: list[str], where: str, signum=signal.
         code = background.process.wait(timeout=STOP_WAIT)
         code = 128 - code if code < 0 else code     # killed by signal N: a shell says 128 + N
     except subprocess.TimeoutExpired:
-        raise LessonFailure(f"{where}: the background command of line {background.line} printed its "
+        raise LessonFailure(f"{where}: the background command of {background.started} printed its "
                             f"last words but was still running {STOP_WAIT} s after Ctrl-C") from None
     if exit_code is not None and code != exit_code:
-        raise LessonFailure(f"{where}: the background command of line {background.line} "
+        raise LessonFailure(f"{where}: the background command of {background.started} "
                             f"(`{background.command}`) exited with code {code} after Ctrl-C, "
                             f"but the README expects {exit_code}; its last output:\n"
                             + "\n".join(background.output()[-20:]))

@@ -11,20 +11,20 @@ import runner
 from runner import Session, lesson_document, matches
 
 
-def run_lesson(tmp_path, text: str) -> tuple[Session, Exception | None]:
+# An address a lesson's command types is fixed (compared as written), so
+# these tests print "real" addresses without typing them whole:
+# printf 'pod 172.17.0.%s\n' 2 prints an address no command typed.
+
+def run_lesson(tmp_path, text: str) -> tuple[Session, str | None]:
+    """Play one README as test_lessons.py plays a chapter: (session, the
+    failure's message or None)."""
     readme = tmp_path / "README.md"
     readme.write_text(text)
-    document = lesson_document(readme)
     session = Session(tmp_path, cwd=tmp_path)
-    document.namespace["session"] = session
     try:
-        for example in document.examples():
-            example.evaluate()
-    except AssertionError as failure:
-        return session, failure
+        return session, runner.play([readme], session)
     finally:
         session.close()
-    return session, None
 
 
 def test_a_passing_lesson_keeps_shell_state_and_forgives_what_varies(tmp_path):
@@ -35,10 +35,10 @@ Some prose.
 $ export GREETING=hello
 $ cd /tmp && echo "$GREETING from $(pwd)"
 hello from /tmp
-$ date -u +%Y-%m-%dT%H:%M:%SZ; echo "pod IP 10.1.2.3, id 0123456789ab"
+$ date -u +%Y-%m-%dT%H:%M:%SZ; printf 'pod IP 10.1.2.%s, id 0123456789ab\\n' 3
 2020-01-01T00:00:00Z
 pod IP 172.17.0.9, id fedcba987654
-$ printf 'NAME   IP         AGE\\nweb    10.1.2.4   %ss\\n' $((RANDOM % 50 + 1))
+$ printf 'NAME   IP         AGE\\nweb    10.1.2.%s   %ss\\n' 4 $((RANDOM % 50 + 1))
 NAME   IP           AGE
 web    172.17.0.3   3s
 $ printf 'a   b\\tc\\n'
@@ -201,9 +201,9 @@ this is never checked
 def test_the_same_value_shown_twice_must_be_the_same_value(tmp_path):
     _, failure = run_lesson(tmp_path, """\
 ```console
-$ echo "pod IP 10.0.0.7"
+$ printf 'pod IP 10.0.0.%s\\n' 7
 pod IP 172.17.0.2
-$ echo "container sees 10.0.0.8"
+$ printf 'container sees 10.0.0.%s\\n' 8
 container sees 172.17.0.2
 ```
 """)
@@ -262,7 +262,7 @@ def test_binding_holds_on_lines_with_a_wildcard(tmp_path):
     one fail."""
     _, failure = run_lesson(tmp_path, """\
 ```console
-$ printf 'node1   Ready   10.0.0.5   v1\\nnode2   Ready   10.0.0.5   v1\\n'
+$ printf 'node1   Ready   10.0.0.%s   v1\\nnode2   Ready   10.0.0.%s   v1\\n' 5 5
 node1   Ready   10.0.0.11   ...
 node2   Ready   10.0.0.12   ...
 ```
@@ -274,7 +274,7 @@ def test_binding_is_one_to_one(tmp_path):
     """(b) Two different README values cannot stand for one real value."""
     _, failure = run_lesson(tmp_path, """\
 ```console
-$ echo 'pod a 172.17.0.2'; echo 'pod b 172.17.0.2'
+$ printf 'pod a 172.17.0.%s\\npod b 172.17.0.%s\\n' 2 2
 pod a 10.0.0.2
 pod b 10.0.0.3
 ```
@@ -282,7 +282,7 @@ pod b 10.0.0.3
     assert failure is not None and "both are 172.17.0.2" in str(failure)
     _, failure = run_lesson(tmp_path, """\
 ```console
-$ echo 'pod a 172.17.0.2'; echo 'pod b 172.17.0.3'
+$ printf 'pod a 172.17.0.%s\\npod b 172.17.0.%s\\n' 2 3
 pod a 10.0.0.2
 pod b 10.0.0.3
 ```
@@ -299,6 +299,14 @@ pod b 10.0.0.3
 def test_ages_are_forgiven_only_in_an_age_column(expected, actual, same):
     """(c) A line's last word is not an age unless it sits under AGE."""
     assert matches(expected.split("\n"), actual.split("\n")) is same
+
+
+def test_a_table_ends_at_a_blank_line():
+    """(c) Below a table and a blank line, a word in the AGE column's place
+    is not an age: `back-off 10s` is not `back-off 40s`."""
+    table = ["NAME   AGE", "web    3s", ""]
+    assert not matches(table + ["back-off   10s"], ["NAME   AGE", "web    9s", "", "back-off   40s"])
+    assert matches(table + ["back-off   10s"], ["NAME   AGE", "web    9s", "", "back-off   10s"])
 
 
 def test_an_events_age_column_forgives_the_age_but_not_the_count():
@@ -404,6 +412,37 @@ def test_a_loopback_or_any_address_is_compared_as_written(tmp_path):
     assert matches(["pod at 10.0.0.2"], ["pod at 172.17.0.4"])
 
 
+@pytest.mark.parametrize("real", ["127.0.0.1", "0.0.0.0"])
+def test_an_address_that_varies_cannot_stand_for_a_fixed_one(real):
+    """(f) The other way round: a README address that varies binds only to
+    a real one that varies, so `10.0.0.2:8080` is not `127.0.0.1:8080`."""
+    assert not matches(["listening on 10.0.0.2:8080"], [f"listening on {real}:8080"])
+
+
+def test_an_address_a_command_types_is_compared_as_written(tmp_path):
+    """(f) An address the lesson types (a flag, a URL, a manifest) is
+    configuration, fixed from the lesson's first step: the README cannot
+    show it for an address it is not, nor another address for it."""
+    lesson = """\
+```console
+$ printf 'Service kube-dns has IP 10.96.0.%s\\n' {octet}
+Service kube-dns has IP {shown}
+```
+
+A later part of the lesson types the address:
+
+```console
+$ echo dig @10.96.0.10 > /dev/null
+```
+"""
+    _, failure = run_lesson(tmp_path, lesson.format(octet=53, shown="10.96.0.10"))
+    assert failure is not None and "README.md:2: the output differs" in failure
+    _, failure = run_lesson(tmp_path, lesson.format(octet=10, shown="10.96.0.77"))
+    assert failure is not None and "the README shows 10.96.0.77, an address that varies" in failure
+    _, failure = run_lesson(tmp_path, lesson.format(octet=10, shown="10.96.0.10"))
+    assert failure is None
+
+
 def test_a_marker_alone_is_a_step_with_no_empty_box(tmp_path):
     """`kill` (and `interrupt`) with nothing printed need no empty block."""
     session, failure = run_lesson(tmp_path, """\
@@ -474,3 +513,53 @@ node registered
 ```
 """)
     assert failure is None
+
+
+def test_a_failed_try_of_an_until_step_binds_nothing(tmp_path):
+    """A try that fails leaves no bindings behind: the first try's 10.0.0.2
+    (which failed on its second line) does not hold the second try to it."""
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: until 20s -->
+```console
+$ if test -e {tmp_path}/tried; then printf 'a 172.17.0.%s\\nb 172.17.0.%s\\n' 6 7; \\
+  else touch {tmp_path}/tried; printf 'a 172.17.0.%s\\nb 172.17.0.%s\\n' 5 5; fi
+a 10.0.0.2
+b 10.0.0.3
+```
+""")
+    assert failure is None
+
+
+def test_a_mistake_in_a_later_part_fails_before_anything_runs(tmp_path):
+    """Every part is read before the first step runs, so a marker the runner
+    does not know in part 2 stops the lesson before part 1 starts a cluster."""
+    (tmp_path / "lesson-1-start.md").write_text("```console\n$ touch started\n```\n")
+    (tmp_path / "lesson-2-more.md").write_text("<!-- lesson: backgroud -->\n```console\n$ true\n```\n")
+    session = Session(tmp_path, cwd=tmp_path)
+    try:
+        with pytest.raises(ValueError, match=re.escape("lesson-2-more.md:1: unknown lesson marker 'backgroud'")):
+            runner.play(runner.lesson_files(tmp_path), session)
+    finally:
+        session.close()
+    assert not (tmp_path / "started").exists()
+
+
+def test_a_terminal_started_in_one_part_is_named_by_its_part(tmp_path):
+    """A background command that dies in part 2 is named by the part and
+    line that started it (part 1), and the failure by the step in part 2."""
+    (tmp_path / "lesson-1-start.md").write_text(
+        "<!-- lesson: background -->\n```console\n$ echo up; sleep 1; exit 4\nup\n```\n")
+    (tmp_path / "lesson-2-wait.md").write_text("Wait.\n\n```console\n$ sleep 2\n```\n")
+    session = Session(tmp_path, cwd=tmp_path)
+    try:
+        problem = runner.play(runner.lesson_files(tmp_path), session)
+    finally:
+        session.close()
+    assert problem.startswith(f"{tmp_path / 'lesson-2-wait.md'}:4: the background command of "
+                              f"{tmp_path / 'lesson-1-start.md'}:3 (`echo up; sleep 1; exit 4`) has exited with code 4")
+
+
+def test_a_failure_names_a_chapter_file_as_the_learner_sees_it():
+    """Inside the repository, `02-apiserver/lesson-2-x.md:123`, not an absolute path."""
+    assert runner._display(str(runner.ROOT / "02-apiserver" / "lesson-2-x.md")) == "02-apiserver/lesson-2-x.md"
+    assert runner._display("/elsewhere/README.md") == "/elsewhere/README.md"
