@@ -104,8 +104,17 @@ def _info(attrs: dict) -> ContainerInfo:
         created=_timestamp(attrs.get("Created")) or 0.0,
         image=attrs["Config"].get("Image", ""),
         image_id=attrs.get("Image", ""),
-        ip=(attrs.get("NetworkSettings") or {}).get("IPAddress", "") or labels.get(cfg.LABEL_POD_IP, ""),
+        ip=_container_ip(attrs) or labels.get(cfg.LABEL_POD_IP, ""),
     )
+
+
+def _container_ip(attrs: dict) -> str:
+    """The container's IP: on Docker's default bridge at the top of
+    NetworkSettings, on a network of its own (the pod network, chapter 05)
+    under that network's name."""
+    settings = attrs.get("NetworkSettings") or {}
+    networks = (settings.get("Networks") or {}).values()
+    return settings.get("IPAddress") or next((n["IPAddress"] for n in networks if n.get("IPAddress")), "")
 
 
 class DockerRuntime:
@@ -113,6 +122,9 @@ class DockerRuntime:
         self.node_name = node_name
         self.client = client or docker.from_env(timeout=300)
         self.api = self.client.api
+        # Docker's default bridge: every node's pods get 172.17.0.x, which is
+        # fine on one machine. Chapter 05's pod network names its own.
+        self.pod_network = "bridge"
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
         self._inspected: dict[tuple[str, str], ContainerInfo] = {}
@@ -255,7 +267,7 @@ class DockerRuntime:
         host_network = bool(spec.get("hostNetwork"))
         bindings = cfg.host_port_bindings(pod)
         host_config = self.api.create_host_config(
-            network_mode="host" if host_network else "bridge",
+            network_mode="host" if host_network else self.pod_network,
             port_bindings=None if host_network else bindings,
             ipc_mode="shareable",  # the app containers join it, as they join its network
             mounts=self.sandbox_mounts(pod),

@@ -32,6 +32,7 @@ from common.times import rfc3339
 from docker_runtime import ContainerInfo, DockerRuntime
 from manifest_source import FileSource
 from pod_actions import compute_pod_actions
+from pod_network import NETWORK, Kubenet, PodNetworkError
 from pod_status import Waiting, pod_status
 from pod_worker import PodWorker, WaitingReasons
 from probes import ProbeManager
@@ -41,8 +42,9 @@ class Kubelet:
     def __init__(self, node_name: str, runtime: DockerRuntime, sources: list, log: EventLogger, *,
                  pause_image: str = "registry.k8s.io/pause:3.9", host_ip: str = "127.0.0.1",
                  sync_frequency: float = 1.0, backoff_initial: float = 10.0, backoff_max: float = 300.0,
-                 parallel_pod_workers: int = 4, events: EventRecorder | None = None):
+                 parallel_pod_workers: int = 4, events: EventRecorder | None = None, network=None):
         self.node_name = node_name
+        self.network = network        # a pod_network.Kubenet, or None: Docker's default bridge
         self.runtime = runtime
         self.sources = sources
         self.log = log
@@ -120,6 +122,9 @@ class Kubelet:
     def sync_pod(self, pod: dict, containers: list[ContainerInfo]) -> None:
         """Compare, decide, hand the actions to a worker, report status."""
         uid = pod["metadata"]["uid"]
+        if self._network_not_ready(pod):
+            self._update_status(pod, containers)
+            return
         actions = compute_pod_actions(pod, containers, self.waiting.of(uid), self.probes.failed_liveness,
                                       self.crash_backoff, self.start_backoff)
         self._hold_back(pod, actions.waiting)
@@ -127,6 +132,14 @@ class Kubelet:
             self._submit(uid, cfg.pod_key(pod), self.worker.apply, pod, containers, actions)
         self._update_status(pod, containers)
     # [END sync-pod]
+
+    def _network_not_ready(self, pod: dict) -> bool:
+        """A pod on the pod network cannot start before the network is set up
+        (the node's podCIDR known); a hostNetwork pod can. Told once per pod."""
+        problem = self.network and not pod["spec"].get("hostNetwork") and self.network.not_ready()
+        if problem and pod["metadata"]["uid"] not in self.first_seen:
+            self.events.event(pod, "Warning", "NetworkNotReady", f"network is not ready: {problem}")
+        return bool(problem)
 
     def _sources_ready(self) -> bool:
         """Have all sources said what they want? A kubelet that has just
@@ -177,6 +190,10 @@ class Kubelet:
 
     def wake(self) -> None:
         self._wake.set()
+
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stop
 
     def stop(self) -> None:
         self._stop.set()
@@ -393,6 +410,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cleanup", action="store_true",
                         help="remove every container and volume this node made, then exit")
     parser.add_argument("--all-nodes", action="store_true", help="with --cleanup: every node's, not just this one's")
+    parser.add_argument("--network-plugin", choices=("", "kubenet"), default="",
+                        help="kubenet: pods on the node's podCIDR with cluster-unique IPs (chapter 05); "
+                             "default: Docker's bridge")
+    parser.add_argument("--pod-cidr", default="", help="with kubenet and no API server: this node's pod range")
+    parser.add_argument("--non-masquerade-cidr", default="10.0.0.0/8",
+                        help="with kubenet: traffic to outside this range is masqueraded (Kubernetes' default)")
     parser.add_argument("--node-status-update-frequency", type=seconds, default=10.0,
                         help="with an API server: how often the node's Ready heartbeat is renewed (default 10s)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -411,7 +434,12 @@ def join_cluster(args: argparse.Namespace, client, runtime: DockerRuntime, log: 
     from node_status import node_object
 
     node = node_object(args.node_name, args.node_ip or default_node_ip(), args.read_only_port, runtime.version())
-    NodeRegistration(client, node, args.node_status_update_frequency, log).start()
+    network = kubelet.network
+    NodeRegistration(client, node, args.node_status_update_frequency, log,
+                     not_ready=network.not_ready if network else None).start()
+    if network and not args.pod_cidr:
+        threading.Thread(target=network.wait_for_pod_cidr, args=(client, args.node_name, kubelet.stopping),
+                         daemon=True, name="pod-network").start()
     node_ref = {"kind": "Node", "apiVersion": "v1", "name": args.node_name, "uid": args.node_name}
     kubelet.events.event(node_ref, "Normal", "Starting", "Starting kubelet.")
     return ApiSource(client, args.node_name, log, on_change=kubelet.wake).start()
@@ -443,7 +471,20 @@ def main(argv: list[str] | None = None) -> int:
         from common.client import APIClient
         client = APIClient(kubeconfig.from_args(args), user_agent=f"kubelet/{args.node_name}")
         events = EventRecorder(client, "kubelet", host=args.node_name, log=log).start()
-    kubelet = Kubelet(args.node_name, runtime, sources, log,
+    network = None
+    if args.network_plugin == "kubenet":
+        if not (joins_cluster or args.pod_cidr):
+            log.error("kubenet needs the node's pod range: from the API server, or --pod-cidr")
+            return 2
+        network = Kubenet(runtime.api, args.non_masquerade_cidr, log)
+        runtime.pod_network = NETWORK
+        if args.pod_cidr:
+            try:
+                network.set_up(args.pod_cidr)
+            except PodNetworkError as error:
+                log.error("cannot set up the pod network", error=str(error))
+                return 1
+    kubelet = Kubelet(args.node_name, runtime, sources, log, network=network,
                       pause_image=args.pod_infra_container_image, host_ip=args.node_ip or default_node_ip(),
                       sync_frequency=args.sync_frequency, backoff_initial=args.backoff_initial,
                       backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from typing import Callable
 
 import node_status
 from common.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
@@ -25,8 +26,10 @@ COORDINATION = "coordination.k8s.io/v1"
 
 
 class NodeRegistration:
-    def __init__(self, client: APIClient, node: dict, interval: float, log):
+    def __init__(self, client: APIClient, node: dict, interval: float, log,
+                 not_ready: Callable[[], str | None] | None = None):
         self.client = client
+        self.not_ready = not_ready or (lambda: None)   # why the node is not Ready (its pod network), or None
         self.node = node                  # node_status.node_object(...)
         self.name = node["metadata"]["name"]
         self.interval = interval
@@ -53,6 +56,7 @@ class NodeRegistration:
     # [END node-heartbeat]
 
     def _register(self) -> None:
+        self.node["status"] = node_status.heartbeat(self.node, self.not_ready())
         try:
             self.client.create("v1", "nodes", self.node)
             self.log.info("node registered", obj=self.name)
@@ -65,7 +69,7 @@ class NodeRegistration:
 
     def _heartbeat(self) -> None:
         current = self.client.get("v1", "nodes", None, self.name)
-        self.client.patch("v1", "nodes", None, self.name, {"status": node_status.heartbeat(current)},
+        self.client.patch("v1", "nodes", None, self.name, {"status": node_status.heartbeat(current, self.not_ready())},
                           strategy="merge", subresource="status")
 
     def start(self) -> threading.Thread:

@@ -78,15 +78,20 @@ def ready_condition(ready: bool, reason: str, message: str, since: str | None = 
             "lastHeartbeatTime": stamp, "lastTransitionTime": since or stamp}
 
 
-def heartbeat(node: dict) -> dict:
+def heartbeat(node: dict, not_ready: str | None = None) -> dict:
     """The node's status with a fresh Ready heartbeat (the transition time kept
-    while the status stays the same, as Kubernetes reports it)."""
+    while the status stays the same, as Kubernetes reports it). not_ready:
+    why the node cannot run pods yet (its pod network), if it cannot."""
     status = dict(node.get("status") or {})
     conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Ready"]
     previous = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-    since = previous.get("lastTransitionTime") if previous and previous.get("status") == "True" else None
-    status["conditions"] = conditions + [ready_condition(True, "KubeletReady", "kubelet is posting ready status",
-                                                         since)]
+    ready = not_ready is None
+    since = previous.get("lastTransitionTime") if previous and previous.get("status") == str(ready) else None
+    if ready:
+        condition = ready_condition(True, "KubeletReady", "kubelet is posting ready status", since)
+    else:
+        condition = ready_condition(False, "KubeletNotReady", not_ready, since)
+    status["conditions"] = conditions + [condition]
     return status
 
 

@@ -1,0 +1,156 @@
+"""The route agent: on every node, a route to every other node's pods.
+
+    python 05-proxy-dns/route_agent.py --kubeconfig node1.kubeconfig [--node-name node1]
+
+Each node's pods live in the node's own range (spec.podCIDR) behind its
+bridge, cbr0. A pod on node1 sending to 10.244.1.7 needs its node to know
+that 10.244.1.0/24 is on node2, so the agent keeps, for every other node,
+
+    ip route replace 10.244.1.0/24 via 10.213.0.12      (node2's podCIDR via node2's InternalIP)
+
+and removes the route when the node goes. That is all: the packet leaves
+with the pod's own source address, node2 forwards it into its bridge, and
+the reply comes back the same way. flannel's host-gw backend and
+kube-router work like this; it needs the nodes on one layer-2 network (as
+our machines are, and VMs on one subnet). Across routers, an overlay
+(VXLAN) or BGP carries the same information.
+
+The agent owns its routes: it marks them with a protocol number of its own
+(`proto 213`), so that at start, and on every resync, it can find its
+routes from before (a node deleted while the agent was down) and remove
+the stale ones without touching anyone else's. It calls the `ip` tool,
+the commands a learner types to look: `ip route show proto 213`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+from common import kubeconfig
+from common.client import APIClient
+from common.informer import Informer
+from common.log import get_logger
+
+PROTO = "213"      # marks our routes; any number iproute2 does not name will do
+
+
+class RouteError(Exception):
+    pass
+
+
+# [START desired-routes]
+def desired_routes(nodes: list[dict], me: str) -> dict[str, str]:
+    """{podCIDR: InternalIP} for every other node that has both."""
+    routes = {}
+    for node in nodes:
+        name = node["metadata"]["name"]
+        cidr = (node.get("spec") or {}).get("podCIDR")
+        address = internal_ip(node)
+        if name != me and cidr and address and not node["metadata"].get("deletionTimestamp"):
+            routes[cidr] = address
+    return routes
+# [END desired-routes]
+
+
+def internal_ip(node: dict) -> str | None:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return address.get("address")
+    return None
+
+
+def ip(*args: str) -> str:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RouteError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def current_routes() -> dict[str, str]:
+    """{destination: gateway} of the routes we made (and only those)."""
+    routes = json.loads(ip("-json", "route", "show", "proto", PROTO) or "[]")
+    return {r["dst"]: r.get("gateway", "") for r in routes}
+
+
+class RouteAgent:
+    def __init__(self, client: APIClient, node_name: str, log, resync: float = 30.0):
+        self.node_name, self.log = node_name, log
+        self.nodes = Informer(client, "v1", "nodes", resync_seconds=resync)
+        # Any change to any node may change the routes: recompute them all
+        # (a cluster has tens of nodes, not millions; one `ip` call each).
+        self.nodes.add_handler(on_add=self._changed, on_update=lambda old, new: self._changed(new),
+                               on_delete=self._changed)
+        self._lock = threading.Lock()
+
+    def _changed(self, _node: dict) -> None:
+        if self.nodes.has_synced():
+            self.sync()
+
+    # [START sync-routes]
+    def sync(self) -> None:
+        """Make the routing table say what the Nodes say: add what is missing,
+        fix what points elsewhere, remove what no node has any more."""
+        with self._lock:
+            want = desired_routes(self.nodes.list(), self.node_name)
+            have = current_routes()
+            for cidr, via in sorted(want.items()):
+                if have.get(cidr) != via:
+                    try:
+                        ip("route", "replace", cidr, "via", via, "proto", PROTO)
+                        self.log.info("route added", obj=cidr, via=via)
+                    except RouteError as error:    # e.g. the node's address is not on our network
+                        self.log.error("cannot add route", obj=cidr, via=via, error=str(error))
+            for cidr in sorted(set(have) - set(want)):
+                ip("route", "del", cidr, "proto", PROTO)
+                self.log.info("route removed", obj=cidr, via=have[cidr])
+    # [END sync-routes]
+
+    def run(self, stop: threading.Event) -> None:
+        self.nodes.start()
+        while not self.nodes.wait_for_sync(timeout=1):
+            if stop.is_set():
+                return
+        self.sync()           # the first full pass: stale routes from before go now
+        self.log.info("routes in sync", obj=self.node_name, routes=len(current_routes()))
+        stop.wait()
+        self.nodes.stop()
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="route_agent.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--node-name", default=socket.gethostname(), help="this node's name (default: hostname)")
+    parser.add_argument("--resync", type=float, default=30.0, help="seconds between full passes (default 30)")
+    parser.add_argument("--cleanup", action="store_true", help="remove every route this agent made, then exit")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    kubeconfig.add_flags(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    log = get_logger("route-agent", "DEBUG" if args.verbose else None)
+    if args.cleanup:
+        for cidr in current_routes():
+            ip("route", "del", cidr, "proto", PROTO)
+        return 0
+    try:
+        client = APIClient(kubeconfig.from_args(args), user_agent=f"route-agent/{args.node_name}")
+    except kubeconfig.KubeconfigError as error:
+        log.error("cannot use the kubeconfig", error=str(error))
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    # The routes stay when the agent stops: pods keep reaching each other
+    # while it restarts, and the next agent takes them over by their proto.
+    RouteAgent(client, args.node_name, log, args.resync).run(stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
