@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # Chapter folders start with a digit, so they are not packages; their
 # modules import each other by plain name, as when run as scripts.
 for chapter in ("01-kubelet", "02-apiserver", "tests/lessons", "tests/kubelet", "tests/apiserver",
-                "03-scheduler", "tests/scheduler", "04-controllers", "tests/controllers"):
+                "03-scheduler", "tests/scheduler", "04-controllers", "tests/controllers",
+                "05-proxy-dns", "tests/network"):
     sys.path.insert(0, str(ROOT / chapter))
 
 

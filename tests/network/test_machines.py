@@ -1,0 +1,74 @@
+"""05-proxy-dns/machines.py: machines that are what they claim, and leave nothing behind."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from machines import Machines, MachineError
+from network_harness import free_subnet, require
+
+
+def leftovers(made: Machines) -> list[str]:
+    """Everything of these machines' that could outlive them."""
+    found = []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [f"netns {line.split()[0]}" for line in netns.splitlines() if line.startswith(made.prefix + "-")]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    found += [f"link {line.split(':')[1].strip()}" for line in links.splitlines()
+              if line.split(":")[1].strip().startswith(made.prefix + "-")]
+    rules = subprocess.run(["iptables", "-w", "-S"], capture_output=True, text=True).stdout
+    found += [f"rule {line}" for line in rules.splitlines() if f"groundup machines {made.prefix}" in line]
+    mounts = Path("/proc/self/mountinfo").read_text()
+    found += [f"mount {line.split()[4]}" for line in mounts.splitlines() if str(made.state) in line.split()[4]]
+    found += [f"directory {path}" for path in (made.state, made.data) if path.exists()]
+    engines = subprocess.run(["pgrep", "-af", f"dockerd --data-root {made.data}"], capture_output=True, text=True)
+    found += [f"process {line}" for line in engines.stdout.splitlines()]
+    return found
+
+
+@pytest.fixture
+def small(docker_client):
+    require(os.geteuid() == 0, "the machines are network namespaces: run the tests as root")
+    require(all(shutil.which(t) for t in ("ip", "iptables", "nsenter", "unshare", "dockerd")),
+            "the machines need ip, iptables, nsenter, unshare and dockerd (make setup)")
+    made = Machines(prefix=f"gs{os.getpid() % 10000:04d}", subnet=free_subnet(), names=("master", "node1"))
+    yield made
+    made.down()
+
+
+def test_a_machine_has_its_own_address_hostname_hosts_tmp_and_docker_engine(small):
+    small.up()
+    assert small.run("node1", "hostname").stdout.strip() == "node1"
+    assert small.run("node1", "getent", "hosts", "master").stdout.split()[0] == small.address("master")
+    assert f"inet {small.address('node1')}/" in small.run("node1", "ip", "-o", "addr", "show", "eth0").stdout
+    assert "default" not in small.run("node1", "ip", "route").stdout      # no way out of the host
+    small.run("node1", "sh", "-c", "echo mine > /tmp/groundup-private")
+    assert not Path("/tmp/groundup-private").exists()
+    engine = small.run("node1", "docker", "info", "-f", "{{.Name}} {{.DockerRootDir}}").stdout.split()
+    assert engine == ["node1", str(small.data / "node1" / "docker")]
+    assert "busybox" in small.run("node1", "docker", "image", "ls").stdout
+
+
+def test_down_removes_everything_and_is_safe_to_run_twice(small):
+    small.up()
+    small.run("node1", "docker", "run", "-d", "busybox:1.35", "sleep", "3600")
+    sleeper = small.popen("node1", ["sleep", "3600"])       # what a lesson leaves running
+    assert leftovers(small)
+    small.down()
+    assert leftovers(small) == []
+    assert sleeper.wait(timeout=10) is not None
+    small.down()
+    assert leftovers(small) == []
+
+
+def test_up_refuses_a_subnet_the_host_already_routes(small):
+    routed = subprocess.run(["ip", "-json", "route", "show"], capture_output=True, text=True).stdout
+    taken = next(r["dst"] for r in json.loads(routed) if r["dst"] != "default")
+    with pytest.raises(MachineError, match="already routed on this host"):
+        Machines(prefix=small.prefix, subnet=taken, names=("master",)).up()
+    assert leftovers(small) == []
