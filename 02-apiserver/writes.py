@@ -185,10 +185,19 @@ def update_object(info, change, subresource: str = "") -> dict:
 
     def update_fn(current: dict) -> dict:
         old = copy.deepcopy(current)
+        changed = change(current)
+        # A stale resourceVersion is a 409 before anything else: validating
+        # the client's old copy against the new object would blame the
+        # client for someone else's change (a 422 "podCIDR may not change"
+        # to a controller whose node was given its range meanwhile).
+        # Kubernetes' store checks it first too.
+        sent = (changed.get("metadata") or {}).get("resourceVersion")
+        if sent and sent != old["metadata"]["resourceVersion"]:
+            raise api_errors.conflict(info.resource, info.name)
         # Defaults first, as Kubernetes applies them when it decodes: a PUT
         # that leaves out a defaulted field has not changed the spec.
         new = custom_resources.apply_defaults(
-            info.resource, apply_defaults(info.resource.group, info.resource.kind, change(current)))
+            info.resource, apply_defaults(info.resource.group, info.resource.kind, changed))
         new = objects.prepare_for_update(new, old, info.resource, subresource)
         _admit_validate(new, old, info, "UPDATE", subresource)
         if only_try:

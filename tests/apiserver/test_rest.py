@@ -1,6 +1,8 @@
 """REST as Kubernetes does it, against a real API server process over HTTP."""
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from apiserver_harness import deployment, pod, unique
@@ -110,6 +112,21 @@ def test_stale_update_is_409_conflict(api, namespace):
     assert response.json()["message"] == ('Operation cannot be fulfilled on configmaps "c": the object has been '
                                           'modified; please apply your changes to the latest version and try again')
     assert api.get(f"{path}/c").json()["data"] == {"n": "2"}
+
+
+def test_a_stale_update_is_409_even_when_the_old_copy_would_now_be_invalid(api):
+    # A controller holding a node from before the node IPAM controller gave
+    # it a podCIDR: its update would "unset" podCIDR, which validation
+    # forbids. Kubernetes checks the resourceVersion first: the answer is
+    # 409 (re-read and retry), not 422 (your object is wrong).
+    name = f"stale-{uuid.uuid4().hex[:6]}"
+    before = api.post("/api/v1/nodes", {"metadata": {"name": name}}).json()
+    given = dict(before, spec={"podCIDR": "10.244.9.0/24", "podCIDRs": ["10.244.9.0/24"]})
+    assert api.put(f"/api/v1/nodes/{name}", given).status_code == 200
+    stale = dict(before, spec={"taints": [{"key": "k", "effect": "NoSchedule"}]})
+    response = api.put(f"/api/v1/nodes/{name}", stale)
+    assert response.status_code == 409 and response.json()["reason"] == "Conflict", response.text
+    api.delete(f"/api/v1/nodes/{name}")
 
 
 def test_invalid_pod_is_422_with_a_cause_per_field(api, namespace):
