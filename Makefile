@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 test-05 lesson-05 machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -89,6 +89,21 @@ lesson-04: venv images ## run chapter 04's README as a lesson, command by comman
 
 bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rolled, writes per replica, idle requests (ARGS="--replicas 30": quick)
 	$(PY) 04-controllers/bench.py $(ARGS)
+
+test-05: venv images ## chapter 05: the pod network on three machines made of namespaces (as root)
+	$(PYTEST) tests/network
+
+lesson-05: venv images ## run chapter 05's README as a lesson, on machines it makes (as root)
+	$(PYTEST) tests/lessons/test_lessons.py -k 05-proxy-dns
+
+machines: venv images ## (root) make master, node1, node2 from namespaces, a Docker engine on each node
+	@python3 05-proxy-dns/machines.py up
+
+machines-down: ## (root) remove the machines, their engines, data and rules; safe to run twice
+	@python3 05-proxy-dns/machines.py down
+
+on: ## a shell on a machine: make on M=node1 (or run one command: make on M=node1 CMD="docker ps")
+	@python3 05-proxy-dns/machines.py on $(or $(M),master) -- $(or $(CMD),bash --norc -i)
 
 kubectl-versions: venv images ## every kubectl 1.27-1.33 on this machine against one cluster: the lessons' commands, as a table
 	$(PY) 02-apiserver/kubectl_compat/kubectl_versions.py

@@ -97,14 +97,14 @@ class Machines:
     # --- entering a machine -----------------------------------------------------
 
     # [START enter-machine]
-    def enter(self, name: str) -> list[str]:
+    def enter(self, name: str, cwd: str | None = None) -> list[str]:
         """The command prefix that runs a program on a machine: in its
-        network, hostname and mount namespaces, from the same directory."""
+        network, hostname and mount namespaces, in the same directory."""
         if not self.exists(name):
             raise MachineError(f"machine {name} does not exist: run `make machines` first")
         files = self.state / name
         return ["nsenter", f"--net=/run/netns/{self.netns(name)}", f"--uts={files / 'uts'}",
-                f"--mount={files / 'mnt'}", f"--wd={os.getcwd()}"]
+                f"--mount={files / 'mnt'}", f"--wd={cwd or os.getcwd()}"]
     # [END enter-machine]
 
     def run(self, name: str, *argv: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:

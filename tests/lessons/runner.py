@@ -14,8 +14,10 @@ import difflib
 import os
 import queue
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -27,6 +29,11 @@ from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ("master", "node1", "node2", "node3")
+# `host$`: the computer itself. A lesson that types it is played on machines
+# made of namespaces (05-proxy-dns/machines.py, which the lesson makes with
+# `host$ make machines`): `master$`, `node1$`... then run inside those.
+# Without it, every prompt is a terminal on this one computer.
+HOST = "host"
 PROMPT = re.compile(r"^(?:(?P<machine>[a-z][a-z0-9-]*))?\$ (?P<command>.*)$")
 OPTIONS = re.compile(r"^<!--\s*lesson:\s*(?P<options>.*?)\s*-->\s*$")
 HEREDOC = re.compile(r"(?<!<)<<-?\s*(['\"]?)(?P<word>[A-Za-z_][A-Za-z0-9_]*)\1(?!<)")
@@ -249,11 +256,12 @@ def diff(expected: list[str], actual: list[str], fixed=frozenset()) -> str:
 
 class Shell:
     """One persistent bash: a machine's terminal, keeping cd, exports and
-    `source .venv/bin/activate` from one command to the next."""
+    `source .venv/bin/activate` from one command to the next. enter: the
+    command prefix that puts it on a namespace machine (none: here)."""
 
-    def __init__(self, machine: str, cwd: Path, env: dict, workdir: Path):
+    def __init__(self, machine: str, cwd: Path, env: dict, workdir: Path, enter: list[str] = ()):
         self.machine, self.workdir = machine, workdir
-        self.process = subprocess.Popen(["bash", "--noprofile", "--norc"], cwd=cwd, env=env, text=True,
+        self.process = subprocess.Popen([*enter, "bash", "--noprofile", "--norc"], cwd=cwd, env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
@@ -336,6 +344,13 @@ class Session:
     backgrounds: list[Background] = field(default_factory=list)
     node_names: set[str] = field(default_factory=set)
     bindings: dict = field(default_factory=dict)
+    machines: object = None     # a machines.Machines when the lesson types `host$`
+
+    def enter(self, machine: str, cwd) -> list[str]:
+        """How a terminal gets onto a machine: on namespace machines, nsenter."""
+        if self.machines is None or machine == HOST:
+            return []
+        return self.machines.enter(machine, cwd=str(cwd))
 
     def fix_addresses(self, command: str) -> None:
         """The addresses a command types are configuration: compared as written."""
@@ -348,14 +363,15 @@ class Session:
             hidden = ("VIRTUAL_ENV", "PYTHONPATH", "MAKELEVEL", "MAKEFLAGS", "MFLAGS")
             env = {k: v for k, v in os.environ.items() if k not in hidden}
             env.update(LESSON_MACHINE=machine, TERM="dumb", PYTHONUNBUFFERED="1")
-            self.shells[machine] = Shell(machine, self.cwd, env, self.workdir)
+            self.shells[machine] = Shell(machine, self.cwd, env, self.workdir, self.enter(machine, self.cwd))
         return self.shells[machine]
 
     def start_background(self, machine: str, command: str, started: str) -> Background:
         cwd, env = self.shell(machine).state()
         log = self.workdir / f"background-{len(self.backgrounds)}.log"
         with open(log, "wb") as out:
-            process = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            process = subprocess.Popen([*self.enter(machine, cwd), "bash", "-c", command], cwd=cwd, env=env,
+                                       stdin=subprocess.DEVNULL,
                                        stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         background = Background(command, started, process, log)
         self.backgrounds.append(background)
@@ -380,6 +396,11 @@ class Session:
                 background.process.wait(timeout=10)
         for shell in self.shells.values():
             shell.close()
+        if self.machines is not None:     # machines, engines, containers: all of it
+            self.machines.down()
+            if self.workdir.name.startswith("groundup-lesson-"):
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            return
         for node in self.node_names:  # containers a lesson's kubelets left
             subprocess.run([str(ROOT / ".venv/bin/python"), str(ROOT / "01-kubelet/kubelet.py"), "--cleanup",
                             "--node-name", node], capture_output=True, timeout=120, check=False)
@@ -444,9 +465,9 @@ def parse_block(source: str, first_line: int, options: dict, where: str) -> Step
             i += 1
             continue
         machine = prompt.group("machine") or MACHINES[0]
-        if machine not in MACHINES:
+        if machine not in MACHINES + (HOST,):
             raise ValueError(f"{where.rsplit(':', 1)[0]}:{first_line + i}: unknown machine {machine!r}; "
-                             f"use one of {', '.join(MACHINES)}")
+                             f"use one of {', '.join(MACHINES + (HOST,))}")
         text, line = prompt.group("command"), first_line + i
         while text.endswith("\\") and i + 1 < len(lines):
             i += 1
@@ -526,6 +547,16 @@ def play(files: list[Path], session: Session) -> str | None:
         for example in document.examples():
             for command in ([] if example.parsed.options.get("skip") else example.parsed.commands):
                 session.fix_addresses(command.text)
+                if command.machine == HOST and session.machines is None:
+                    session.machines = namespace_machines()
+                    if any(session.machines.exists(name) for name in session.machines.names):
+                        session.machines = None       # not ours: leave them be
+                        return ("the lesson makes machines with `make machines`, and they exist already "
+                                "(yours?): remove them with `make machines-down` and run again")
+                    # Each machine has its own /tmp: the terminals' command
+                    # files must be where every machine sees them.
+                    if str(session.workdir).startswith("/tmp/"):
+                        session.workdir = Path(tempfile.mkdtemp(prefix="groundup-lesson-", dir="/var/tmp"))
     for document in documents:
         document.namespace["session"] = session
         try:
@@ -534,6 +565,14 @@ def play(files: list[Path], session: Session) -> str | None:
         except SybilFailure as failure:
             return failure.result       # file:line, command, diff: nothing more
     return None
+
+
+def namespace_machines():
+    """The machines a learner makes with `make machines` (the defaults)."""
+    import sys
+    sys.path.insert(0, str(ROOT / "05-proxy-dns"))
+    from machines import Machines
+    return Machines()
 
 
 # --- running a step -----------------------------------------------------------------
