@@ -51,15 +51,15 @@ def status_error(code: int, reason: str, message: str):
 def only_the_api_server_or_this_machine():
     """Who may read this port. Kubernetes' kubelet serves its API over HTTPS
     (port 10250) and asks two questions: who is this (a client certificate
-    signed by --client-ca-file, or a bearer token it asks the API server
-    about with a TokenReview) and may they (a SubjectAccessReview to the
-    API server, with --authorization-mode Webhook). The one client that
-    needs it is the API server, with its own certificate
-    (--kubelet-client-certificate). We keep the idea and drop the machinery:
-    one token that only the API server holds (and every kubelet checks),
-    plus loopback, so that a node's own tools and chapter 01's curl keep
-    working without one. Everything else, a pod on this node included
-    (it comes from its own address on the Docker bridge), gets a 401."""
+    signed by --client-ca-file, or a bearer token it has the API server
+    check with a TokenReview) and may they (a SubjectAccessReview to the
+    API server, with --authorization-mode Webhook). The client that needs
+    it is the API server, with a certificate of its own
+    (--kubelet-client-certificate). We keep the idea and drop the
+    machinery: one token, which the API server presents and every kubelet
+    checks, plus loopback, so that a node's own tools and chapter 01's curl
+    work without one. Everything else, a pod on this node included (it
+    comes from its own address on the Docker bridge), gets a 401."""
     expected = current_app.config["CLIENT_TOKEN"]
     if expected is None or request.path == "/healthz" or from_this_machine(request.remote_addr):
         return None
@@ -70,9 +70,10 @@ def only_the_api_server_or_this_machine():
 
 
 def from_this_machine(address: str | None) -> bool:
-    """A loopback peer: a process on this machine (or a hostNetwork pod,
-    which shares the machine's network: as in Kubernetes, trusted pods only).
-    Deny by default: an address we cannot read is not loopback."""
+    """A loopback peer: a process on this machine, or a hostNetwork pod,
+    which shares the machine's network (a privileged setting, which
+    Kubernetes' baseline Pod Security level forbids). An address we cannot
+    read is not loopback: deny by default."""
     try:
         ip = ipaddress.ip_address(address or "")
     except ValueError:
