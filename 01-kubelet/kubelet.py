@@ -29,6 +29,7 @@ from common.backoff import Backoff
 from common.events import EventRecorder
 from common.log import EventLogger, get_logger
 from common.times import rfc3339
+from common.token_file import TokenFileError, read_token_file
 from docker_runtime import ContainerInfo, DockerRuntime
 from manifest_source import FileSource
 from pod_actions import compute_pod_actions
@@ -402,6 +403,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--node-ip", default=None, help="this node's IP, reported as hostIP")
     parser.add_argument("--address", default="0.0.0.0", help="address of the read-only HTTP port")
     parser.add_argument("--read-only-port", type=int, default=10255, help="read-only HTTP port (0 = off)")
+    parser.add_argument("--authentication-token-file",
+                        help="a file holding the API server's token (make certs: .certs/kubelet-client.token): "
+                             "then only the API server, presenting it, and this machine (loopback) may read "
+                             "/pods, /metrics and /containerLogs; without it, anyone who reaches the port may")
     parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
     parser.add_argument("--backoff-initial", type=seconds, default=10.0,
                         help="first crash/pull back-off delay (Kubernetes: 10s)")
@@ -460,6 +465,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.manifests and not joins_cluster:
         log.error("nothing to run: give --manifests DIR, or --apiserver URL / --kubeconfig FILE")
         return 2
+    try:
+        client_token = read_token_file(args.authentication_token_file) if args.authentication_token_file else None
+    except TokenFileError as error:
+        log.error("cannot secure the read-only port", error=str(error))
+        return 2
     lock = lock_node(args.node_name)  # noqa: F841 (held until the process exits)
     if args.manifests and not os.path.isdir(args.manifests):
         log.warning("manifest directory does not exist yet; waiting for it", obj=args.manifests)
@@ -492,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.read_only_port:
         from readonly_server import serve
         # A port in use ends the process here with werkzeug's own clear message.
-        serve(kubelet, args.address, args.read_only_port, log)
+        serve(kubelet, args.address, args.read_only_port, log, client_token)
     if joins_cluster:
         kubelet.sources.append(join_cluster(args, client, runtime, log, kubelet))
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack

@@ -1,14 +1,20 @@
-"""The kubelet's read-only HTTP port (10255), as the real kubelet had it.
+"""The kubelet's HTTP port (10255), as the real kubelet's read-only port had it.
 
-    GET /healthz                                   "ok"
+    GET /healthz                                   "ok", to anyone
     GET /pods                                      a PodList, with status
     GET /metrics                                   counters, in Prometheus' text format
     GET /containerLogs/{namespace}/{pod}/{container}?tailLines=N&follow=true&previous=true&timestamps=true
 
-No authentication: bind it to an address only trusted machines reach.
+Everything but /healthz tells about every pod on the node, logs included,
+so with --authentication-token-file only two clients may read it: the API
+server (for `kubectl logs`), presenting that token, and this machine itself
+(loopback). Without the flag anyone who reaches the port may, as on
+Kubernetes' read-only port: fine for chapter 01's kubelet alone on your
+machine, not for a node in a cluster.
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import threading
 
@@ -17,14 +23,18 @@ from werkzeug.serving import make_server
 
 import pod_config as cfg
 from common.log import EventLogger
+from common.token_file import same_token
 from pod_status import latest_two
 
 bp = Blueprint("kubelet", __name__)
 
 
-def create_app(kubelet) -> Flask:
+def create_app(kubelet, client_token: str | None = None) -> Flask:
+    """client_token: the API server's token (--authentication-token-file);
+    None leaves the port open to anyone who reaches it."""
     app = Flask("kubelet")
     app.config["KUBELET"] = kubelet
+    app.config["CLIENT_TOKEN"] = client_token
     app.register_blueprint(bp)
     return app
 
@@ -34,6 +44,43 @@ def status_error(code: int, reason: str, message: str):
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": message, "reason": reason, "code": code}
     return jsonify(body), code
+
+
+# [START kubelet-port-auth]
+@bp.before_request
+def only_the_api_server_or_this_machine():
+    """Who may read this port. Kubernetes' kubelet serves its API over HTTPS
+    (port 10250) and asks two questions: who is this (a client certificate
+    signed by --client-ca-file, or a bearer token it has the API server
+    check with a TokenReview) and may they (a SubjectAccessReview to the
+    API server, with --authorization-mode Webhook). The client that needs
+    it is the API server, with a certificate of its own
+    (--kubelet-client-certificate). We keep the idea and drop the
+    machinery: one token, which the API server presents and every kubelet
+    checks, plus loopback, so that a node's own tools and chapter 01's curl
+    work without one. Everything else, a pod on this node included (it
+    comes from its own address on the Docker bridge), gets a 401."""
+    expected = current_app.config["CLIENT_TOKEN"]
+    if expected is None or request.path == "/healthz" or from_this_machine(request.remote_addr):
+        return None
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and same_token(presented.strip(), expected):
+        return None
+    return status_error(401, "Unauthorized", "Unauthorized")
+
+
+def from_this_machine(address: str | None) -> bool:
+    """A loopback peer: a process on this machine, or a hostNetwork pod,
+    which shares the machine's network (a privileged setting, which
+    Kubernetes' baseline Pod Security level forbids). An address we cannot
+    read is not loopback: deny by default."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    ip = getattr(ip, "ipv4_mapped", None) or ip    # ::ffff:127.0.0.1 on a dual-stack socket
+    return ip.is_loopback
+# [END kubelet-port-auth]
 
 
 @bp.get("/healthz")
@@ -87,11 +134,12 @@ def container_logs(namespace: str, pod_name: str, container_name: str):
     return Response(output, mimetype="text/plain", direct_passthrough=True)
 
 
-def serve(kubelet, address: str, port: int, log: EventLogger):
+def serve(kubelet, address: str, port: int, log: EventLogger, client_token: str | None = None):
     """Serve in a background thread; returns the server (its .port is real
     even when port 0 asked for any free one)."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-    server = make_server(address, port, create_app(kubelet), threaded=True)
+    server = make_server(address, port, create_app(kubelet, client_token), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True, name="read-only-port").start()
-    log.info("read-only port listening", obj=f"{address}:{server.port}")
+    log.info("read-only port listening", obj=f"{address}:{server.port}",
+             authentication="token" if client_token else None)
     return server

@@ -36,6 +36,7 @@ from gauntlet import SecurePort  # noqa: E402
 from http_server import APIHTTPServer, Limits, tls_context  # noqa: E402
 from tokens import TokenFileError  # noqa: E402
 from common.log import get_logger  # noqa: E402
+from common.token_file import TokenFileError, read_token_file  # noqa: E402
 
 log = get_logger("apiserver")
 
@@ -85,6 +86,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     secure.add_argument("--authorization-mode", choices=("ABAC", "AlwaysAllow"), default="ABAC",
                         help="ABAC: --authorization-policy-file decides (default); AlwaysAllow: any known user may do anything")
     secure.add_argument("--authorization-policy-file", help="ABAC policy, one JSON object per line")
+    parser.add_argument("--kubelet-client-token-file",
+                        help="the token this server presents to kubelets for `kubectl logs` "
+                             "(their --authentication-token-file; make certs: .certs/kubelet-client.token)")
     parser.add_argument("--enable-admission-plugins", default=",".join(admission.DEFAULT_PLUGINS),
                         help=f"admission plugins, in order (default {','.join(admission.DEFAULT_PLUGINS)})")
     parser.add_argument("--allow-privileged", action="store_true",
@@ -117,6 +121,11 @@ def main(argv=None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     try:
+        kubelet_token = read_token_file(args.kubelet_client_token_file) if args.kubelet_client_token_file else None
+    except TokenFileError as error:
+        print(f"error: --kubelet-client-token-file: {error}", file=sys.stderr)
+        return 2
+    try:
         app = create_app({"DATA_DIR": args.data_dir, "WATCH_CACHE_SIZE": args.watch_cache_size,
                           "MAX_WATCHES": args.max_watches, "MAX_BODY_BYTES": args.max_request_bytes,
                           "BOOKMARK_SECONDS": args.watch_bookmark_seconds,
@@ -124,7 +133,8 @@ def main(argv=None) -> int:
                           "AUTHORIZATION_POLICY_FILE": args.authorization_policy_file
                           if args.authorization_mode == "ABAC" else None,
                           "ADMISSION_PLUGINS": [p for p in args.enable_admission_plugins.split(",") if p],
-                          "ALLOW_PRIVILEGED": args.allow_privileged})
+                          "ALLOW_PRIVILEGED": args.allow_privileged,
+                          "KUBELET_CLIENT_TOKEN": kubelet_token})
     except (StoreError, TokenFileError, PolicyFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -58,6 +58,8 @@ class APIServer:
     authorizer: object = field(default=authentication.allow_all)
     admission_plugins: tuple = admission.DEFAULT_PLUGINS
     allow_privileged: bool = False
+    # What this server presents to a kubelet's port (kubectl logs); None: nothing.
+    kubelet_client_token: str | None = None
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -75,7 +77,8 @@ def create_app(config: dict | None = None) -> Flask:
         store=store, watches=WatchCounter(app.config["MAX_WATCHES"]),
         max_watch_seconds=app.config["MAX_WATCH_SECONDS"], bookmark_seconds=app.config["BOOKMARK_SECONDS"],
         admission_plugins=tuple(app.config.get("ADMISSION_PLUGINS") or admission.DEFAULT_PLUGINS),
-        allow_privileged=bool(app.config.get("ALLOW_PRIVILEGED")))
+        allow_privileged=bool(app.config.get("ALLOW_PRIVILEGED")),
+        kubelet_client_token=app.config.get("KUBELET_CLIENT_TOKEN"))
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
     if app.config.get("AUTHORIZATION_POLICY_FILE"):

@@ -3,9 +3,10 @@
 
 It makes a small certificate authority, a serving certificate for the API
 server signed by it, one random token per user (tokens.csv, the format of
-kube-apiserver's --token-auth-file) and one kubeconfig per user that carries
-the CA, the server's URL and that user's token. Re-running is safe: the CA
-and the tokens are kept (kubeconfigs already copied to nodes keep working)
+kube-apiserver's --token-auth-file), one kubeconfig per user that carries
+the CA, the server's URL and that user's token, and the token the API
+server presents to the kubelets (kubelet-client.token). Re-running is safe:
+the CA and the tokens are kept (files already copied to nodes keep working)
 unless --force; only the server certificate follows a changed address list.
 """
 from __future__ import annotations
@@ -58,6 +59,9 @@ RENEW_BEFORE = datetime.timedelta(days=30)
 # second it was made would be refused by a node whose clock runs behind.
 CLOCK_SKEW = datetime.timedelta(hours=1)
 NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+# The API server's --kubelet-client-token-file and every kubelet's
+# --authentication-token-file.
+KUBELET_CLIENT_TOKEN = "kubelet-client.token"
 
 
 def node_user(node: str) -> str:
@@ -275,6 +279,15 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
         file_name = user.removeprefix("system:node:").replace(":", "-") + ".kubeconfig"
         path = out / file_name
         report.append((path, write_file(path, kubeconfig(user, row[0], server, cert_pem(ca_cert)), 0o600)))
+
+    # The API server's credential for the kubelets' port (`kubectl logs`):
+    # it presents the token, every kubelet accepts it. Kept, like the
+    # other tokens, since the nodes hold copies.
+    client_token_path = out / KUBELET_CLIENT_TOKEN
+    if client_token_path.exists() and not force:
+        report.append((client_token_path, "kept"))
+    else:
+        report.append((client_token_path, write_file(client_token_path, (new_token() + "\n").encode(), 0o600)))
     return report, server, ips, dns_names
 
 
@@ -324,14 +337,19 @@ def main(argv=None) -> int:
     d = args.out
     print(f"\nServer URL in the kubeconfigs: {server}")
     print(f"Server certificate is valid for: {', '.join(map(str, ips + dns_names))}")
-    print("\nCopy to the control-plane machine (the API server reads the first three):")
-    print(f"  {d}/apiserver.crt {d}/apiserver.key {d}/tokens.csv {d}/ca.crt")
+    token = f"{d}/{KUBELET_CLIENT_TOKEN}"
+    print("\nCopy to the control-plane machine (the API server reads the first four):")
+    print(f"  {d}/apiserver.crt {d}/apiserver.key {d}/tokens.csv {token} {d}/ca.crt")
     print(f"  {d}/admin.kubeconfig {d}/scheduler.kubeconfig {d}/controller-manager.kubeconfig")
     print("  python 02-apiserver/apiserver.py --data-dir DATA "
           f"--tls-cert-file {d}/apiserver.crt --tls-private-key-file {d}/apiserver.key "
-          f"--token-auth-file {d}/tokens.csv --authorization-policy-file 02-apiserver/policy.jsonl")
+          f"--token-auth-file {d}/tokens.csv --authorization-policy-file 02-apiserver/policy.jsonl "
+          f"--kubelet-client-token-file {token}")
     for node in args.nodes:
-        print(f"Copy to {node}: {d}/{node}.kubeconfig {d}/ca.crt")
+        print(f"Copy to {node}: {d}/{node}.kubeconfig {d}/ca.crt {token}")
+    if args.nodes:
+        print(f"  python 01-kubelet/kubelet.py --node-name NODE --kubeconfig {d}/NODE.kubeconfig "
+              f"--authentication-token-file {token}")
     print(f"Keep {d}/ca.key off the cluster: whoever holds it can mint certificates the nodes trust.")
     print(f"For yourself: export KUBECONFIG={d.resolve()}/admin.kubeconfig")
     return 0

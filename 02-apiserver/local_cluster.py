@@ -5,6 +5,7 @@ it; stop() ends every process and removes what the kubelets ran.
 """
 from __future__ import annotations
 
+import secrets
 import shutil
 import signal
 import subprocess
@@ -46,13 +47,17 @@ class Cluster:
 
     def start(self) -> "Cluster":
         port = self.url.rsplit(":", 1)[1]
+        # The kubelets' ports are for the API server alone, as on real
+        # machines (make certs writes this file there).
+        token_file = self.workdir / "kubelet-client.token"
+        token_file.write_text(secrets.token_urlsafe(32) + "\n")
         self.start_process("apiserver", ["02-apiserver/apiserver.py", "--data-dir", str(self.workdir / "data"),
-                                         "--insecure-port", port])
+                                         "--insecure-port", port, "--kubelet-client-token-file", str(token_file)])
         self.wait(lambda: requests.get(f"{self.url}/healthz", timeout=1).ok, "the API server")
         for node in self.nodes:
             self.start_process(node, ["01-kubelet/kubelet.py", "--node-name", node, "--apiserver", self.url,
                                       "--address", "127.0.0.1", "--read-only-port", str(free_port(0)),
-                                      "--node-ip", "127.0.0.1"])
+                                      "--node-ip", "127.0.0.1", "--authentication-token-file", str(token_file)])
         self.wait(lambda: self.ready_nodes() >= set(self.nodes), "the nodes to register")
         return self
 

@@ -145,15 +145,39 @@ def pod_log(info):
     params = {k: request.args[k] for k in ("follow", "tailLines", "timestamps", "previous", "sinceSeconds")
               if k in request.args}
     try:
-        upstream = requests.get(url, params=params, stream=True, timeout=(5, None))
+        upstream = requests.get(url, params=params, headers=kubelet_credentials(), stream=True, timeout=(5, None))
     except requests.RequestException as error:
         raise api_errors.APIError(502, "ServiceUnavailable",
                                   f"cannot reach the kubelet of node {node_name} at {url}: {error}") from None
+    if upstream.status_code in (401, 403):
+        upstream.close()
+        raise refused_by_kubelet(node_name, upstream.status_code)
     if upstream.status_code != 200:
         return Response(upstream.content, upstream.status_code, mimetype="application/json")
     response = Response(upstream.iter_content(chunk_size=None), mimetype="text/plain")
     response.call_on_close(upstream.close)    # a `kubectl logs -f` that ends closes the kubelet's stream too
     return response
+
+
+def kubelet_credentials() -> dict:
+    """The API server's token for the kubelets' port, as Kubernetes' API
+    server presents its --kubelet-client-certificate. It travels over plain
+    HTTP here: whoever can watch the nodes' network can read it (Kubernetes'
+    kubelet port speaks HTTPS)."""
+    token = server().kubelet_client_token
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def refused_by_kubelet(node_name: str, code: int) -> api_errors.APIError:
+    """The kubelet turned the API server away. Passed on as it is, a 401
+    would read to kubectl as "your own credentials are wrong"; the fault is
+    in the server's configuration, so say which flags to check."""
+    fix = ("start the API server with --kubelet-client-token-file naming the token that kubelet's "
+           "--authentication-token-file holds" if not server().kubelet_client_token else
+           "the API server's --kubelet-client-token-file and that kubelet's --authentication-token-file "
+           "hold different tokens")
+    return api_errors.internal(f"the kubelet of node {node_name} refused the API server's request "
+                               f"({code} {'Unauthorized' if code == 401 else 'Forbidden'}): {fix}")
 
 
 def kubelet_url(node: dict) -> str:

@@ -66,7 +66,8 @@ def snapshot(d: Path) -> dict[str, bytes]:
 
 def test_every_file_is_there(out):
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "tokens.csv", *FILES.values()])
+        ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "tokens.csv", "kubelet-client.token",
+         *FILES.values()])
 
 
 @pytest.mark.parametrize("dialled", [
@@ -138,8 +139,18 @@ def test_tokens_csv_rows_and_groups(out):
     assert all(len(row[0]) >= 32 for row in table.values())
 
 
+def test_the_kubelet_client_token_is_one_line_and_no_users_token(out):
+    """The API server's credential for the kubelets' port: a token of its
+    own, so that no user's kubeconfig opens the kubelets, and none of the
+    kubelets' copies opens the API server."""
+    from common.token_file import read_token_file
+    token = read_token_file(str(out / "kubelet-client.token"))
+    assert len(token) >= 32 and (out / "kubelet-client.token").read_text() == token + "\n"
+    assert token not in {row[0] for row in tokens(out).values()}
+
+
 def test_secrets_are_readable_by_the_owner_only(out):
-    for name in ["ca.key", "apiserver.key", "tokens.csv", *FILES.values()]:
+    for name in ["ca.key", "apiserver.key", "tokens.csv", "kubelet-client.token", *FILES.values()]:
         assert stat.S_IMODE((out / name).stat().st_mode) == 0o600, name
     assert stat.S_IMODE((out / "ca.crt").stat().st_mode) == 0o644
 
@@ -174,6 +185,7 @@ def test_force_replaces_ca_and_tokens(out):
     after, new_tokens = snapshot(out), tokens(out)
     assert after["ca.crt"] != before["ca.crt"] and after["ca.key"] != before["ca.key"]
     assert all(new_tokens[u][0] != old_tokens[u][0] for u in USERS)
+    assert after["kubelet-client.token"] != before["kubelet-client.token"]
     load_cert(out / "apiserver.crt").verify_directly_issued_by(load_cert(out / "ca.crt"))
 
 
