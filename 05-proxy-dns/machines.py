@@ -94,6 +94,12 @@ class Machines:
     def exists(self, name: str) -> bool:
         return Path("/run/netns", self.netns(name)).exists()
 
+    def complete(self, name: str) -> bool:
+        """Made to the end: its hostname and mount namespaces are bound to
+        their files (an `up` cut short leaves a network namespace alone)."""
+        mounts = {line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()}
+        return self.exists(name) and str(self.state / name / "mnt") in mounts
+
     # --- entering a machine -----------------------------------------------------
 
     # [START enter-machine]
@@ -120,8 +126,13 @@ class Machines:
         self._check_subnet_is_free()
         self._make_bridge()
         for name in self.names:
-            if not self.exists(name):
-                self._make_machine(name)
+            if not self.complete(name):
+                self._remove_machine(name)        # whatever an interrupted `up` left of it
+                try:
+                    self._make_machine(name)
+                except MachineError:
+                    self._remove_machine(name)    # all or nothing
+                    raise
         for name in filter(self.is_node, self.names):
             self._start_docker(name)
         for name in filter(self.is_node, self.names):
@@ -274,7 +285,10 @@ class Machines:
         _wait_gone(lambda: self._processes_of(name), timeout=10)
         for kind in ("uts", "mnt"):
             sh("umount", str(files / kind), check=False)
-        sh("ip", "netns", "del", netns, check=False)   # takes the veth pair with it
+        # Deleting one end of a veth pair deletes both at once; a deleted
+        # namespace takes its end with it only later, in the background.
+        sh("ip", "link", "del", self.veth(name), check=False)
+        sh("ip", "netns", "del", netns, check=False)
         shutil.rmtree(files, ignore_errors=True)
 
     def _processes_of(self, name: str) -> list[int]:

@@ -317,6 +317,7 @@ class Background:
     command: str
     started: str            # file:line of the step that started it (a lesson may have parts)
     process: subprocess.Popen
+    machine: str
     log: Path
     seen: int = 0           # output lines already used by an earlier step
     interrupted: bool = False
@@ -373,7 +374,7 @@ class Session:
             process = subprocess.Popen([*self.enter(machine, cwd), "bash", "-c", command], cwd=cwd, env=env,
                                        stdin=subprocess.DEVNULL,
                                        stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        background = Background(command, started, process, log)
+        background = Background(command, started, process, machine, log)
         self.backgrounds.append(background)
         return background
 
@@ -598,6 +599,9 @@ def evaluate_step(example) -> str | None:
             where = f"{path}:{command.line}"
             session.fix_addresses(command.text)
             session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
+            if command.machine == HOST and "machines-down" in command.text:
+                for background in session.backgrounds:       # their machines are going: so are they
+                    background.interrupted = background.interrupted or background.machine != HOST
             if step.options.get("background"):
                 background = session.start_background(command.machine, command.text, where)
                 _background_shows(session, command.expected, where, background,
