@@ -34,7 +34,8 @@ def cluster(machines):
     made = Cluster(machines, workdir)
     try:
         made.start("apiserver", "master", "02-apiserver/apiserver.py", "--data-dir", str(workdir / "data"),
-                   "--insecure-bind-address", machines.address("master"), "--secure-port", "0")
+                   "--insecure-bind-address", machines.address("master"), "--secure-port", "0",
+                   "--kubelet-client-token-file", str(made.kubelet_token))
         wait_for(lambda: requests.get(made.api + "/healthz", timeout=2).ok, 30, what="the API server on master")
         made.start("controller-manager", "master", "04-controllers/controller_manager.py", "--apiserver", made.api,
                    "--controllers", "nodeipam", "--cluster-cidr", CLUSTER_CIDR)

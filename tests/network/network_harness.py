@@ -20,6 +20,7 @@ import random
 import re
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,9 +81,18 @@ class Cluster:
     def log(self, key: str) -> str:
         return (self.workdir / f"{key}.log").read_text(errors="replace")
 
+    @property
+    def kubelet_token(self) -> Path:
+        """What the API server shows a kubelet, so that nobody else may read it."""
+        path = self.workdir / "kubelet-client.token"
+        if not path.exists():
+            path.write_text(uuid.uuid4().hex + "\n")
+        return path
+
     def join(self, node: str) -> None:
         """A kubelet on the pod network and a route agent, on one machine."""
         self.start(f"kubelet-{node}", node, "01-kubelet/kubelet.py", "--apiserver", self.api,
+                   "--authentication-token-file", str(self.kubelet_token),
                    "--network-plugin", "kubenet", "--non-masquerade-cidr", CLUSTER_CIDR,
                    "--sync-frequency", "0.5s", "--node-status-update-frequency", "1s")
         self.route_agent(node)

@@ -107,6 +107,16 @@ def test_a_node_reaches_a_pod_on_another_node(cluster, servers):
         assert "200 OK" in answer, (machine, answer)
 
 
+def test_a_pod_cannot_read_another_nodes_kubelet_but_the_api_server_can(cluster, servers):
+    node2 = cluster.machines.address("node2")
+    answer = in_pod(cluster, "node1", servers["node1"]["metadata"]["name"], "sh", "-c",
+                    f'printf "GET /pods HTTP/1.0\\r\\n\\r\\n" | nc -w 5 {node2} 10255')
+    assert answer.startswith("HTTP/1.1 401"), answer
+    assert '"reason":"Unauthorized"' in answer.replace(" ", "")
+    # The API server holds the token: `kubectl logs` of node2's pod works.
+    assert server_log(cluster, servers["node2"]["metadata"]["name"]) is not None
+
+
 def test_traffic_leaving_the_pod_network_is_masqueraded_behind_the_node(cluster, servers):
     # A listener on master (outside the pod network: --non-masquerade-cidr is
     # the cluster CIDR here) prints the address each connection comes from.
