@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 test-05 lesson-05 machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -95,6 +95,9 @@ test-05: venv images ## chapter 05: the pod network on three machines made of na
 
 lesson-05: venv images ## run chapter 05's README as a lesson, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 05-proxy-dns
+
+bench-05: venv images ## (root) chapter 05 benchmark: pod-to-pod throughput and latency vs node-to-node, time for a joining node's routes
+	$(PY) 05-proxy-dns/benchmarks/bench_network.py $(ARGS)
 
 machines: venv images ## (root) make master, node1, node2 from namespaces, a Docker engine on each node
 	@python3 05-proxy-dns/machines.py up
