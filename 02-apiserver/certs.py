@@ -8,6 +8,10 @@ the CA, the server's URL and that user's token, and the token the API
 server presents to the kubelets (kubelet-client.token). Re-running is safe:
 the CA and the tokens are kept (files already copied to nodes keep working)
 unless --force; only the server certificate follows a changed address list.
+The master's addresses and names are remembered (master-addresses): a
+later run without --master-ip and --master-name keeps them, rather than
+quietly re-issuing the certificate for loopback only and pointing every
+kubeconfig at https://127.0.0.1:6443, which no other machine can reach.
 """
 from __future__ import annotations
 
@@ -62,6 +66,7 @@ NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
 # The API server's --kubelet-client-token-file and every kubelet's
 # --authentication-token-file.
 KUBELET_CLIENT_TOKEN = "kubelet-client.token"
+MASTER_ADDRESSES = "master-addresses"     # what --master-ip and --master-name said last
 
 
 def node_user(node: str) -> str:
@@ -237,6 +242,7 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
     the server URL and the addresses the server certificate is valid for."""
     out = Path(out)
     out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    master_ips, master_names = remember_master(out, master_ips, master_names, force)
     server = apiserver or default_server(master_ips, master_names)
     ips, dns_names = wanted_addresses(master_ips, master_names, server)
     report = []
@@ -291,6 +297,19 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
     return report, server, ips, dns_names
 
 
+def remember_master(out: Path, master_ips, master_names, force: bool) -> tuple[list[str], list[str]]:
+    """The master's addresses and names: as given, and then remembered; when
+    none are given, those of the last run that gave some."""
+    path = out / MASTER_ADDRESSES
+    if master_ips or master_names or force:
+        lines = [f"ip {ip}" for ip in master_ips] + [f"name {name}" for name in master_names]
+        write_file(path, "".join(line + "\n" for line in lines).encode(), 0o644)
+        return list(master_ips), list(master_names)
+    remembered = path.read_text().split() if path.exists() else []
+    pairs = list(zip(remembered[::2], remembered[1::2]))
+    return [v for k, v in pairs if k == "ip"], [v for k, v in pairs if k == "name"]
+
+
 def split_list(values) -> list[str]:
     """--nodes a,b and --master-ip x --master-ip y both work."""
     return [item.strip() for value in values or [] for item in value.split(",") if item.strip()]
@@ -335,6 +354,9 @@ def main(argv=None) -> int:
     if any(p.suffix == ".kubeconfig" and what.startswith("updated") for p, what in report):
         print("Some kubeconfigs changed (a new server URL or CA): copy them to their machines again.")
     d = args.out
+    if not (args.master_ip or args.master_name or args.force) and (d / MASTER_ADDRESSES).exists():
+        print(f"\nThe master's addresses are those of the last run that gave some ({d}/{MASTER_ADDRESSES}); "
+              "MASTER_IP= and MASTER_NAME= change them.")
     print(f"\nServer URL in the kubeconfigs: {server}")
     print(f"Server certificate is valid for: {', '.join(map(str, ips + dns_names))}")
     token = f"{d}/{KUBELET_CLIENT_TOKEN}"

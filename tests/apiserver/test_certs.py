@@ -67,7 +67,7 @@ def snapshot(d: Path) -> dict[str, bytes]:
 def test_every_file_is_there(out):
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "tokens.csv", "kubelet-client.token",
-         *FILES.values()])
+         "master-addresses", *FILES.values()])
 
 
 @pytest.mark.parametrize("dialled", [
@@ -177,6 +177,18 @@ def test_new_address_replaces_only_the_server_certificate(out):
     assert new_tokens["system:node:node3"][3] == "system:nodes"
     san = load_cert(out / "apiserver.crt").extensions.get_extension_for_class(x509.SubjectAlternativeName)
     assert ipaddress.ip_address("10.240.0.11") in san.value.get_values_for_type(x509.IPAddress)
+
+
+def test_a_run_without_addresses_keeps_the_masters_addresses_of_the_last_run(out):
+    before = snapshot(out)
+    printed = run_certs(out, "--nodes", "node1,node2")
+    assert snapshot(out) == before                     # not re-issued for loopback only
+    assert "Server URL in the kubeconfigs: https://10.240.0.10:6443" in printed
+    assert "those of the last run that gave some" in printed
+    # Given again, they replace what was remembered, and say so.
+    printed = run_certs(out, "--master-ip", "127.0.0.1", "--nodes", "node1,node2")
+    assert "Server URL in the kubeconfigs: https://127.0.0.1:6443" in printed and "(addresses changed)" in printed
+    assert "Server URL in the kubeconfigs: https://127.0.0.1:6443" in run_certs(out, "--nodes", "node1,node2")
 
 
 def test_force_replaces_ca_and_tokens(out):
