@@ -20,6 +20,7 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
 
 import docker.errors
 
@@ -363,11 +364,22 @@ def lock_node(node_name: str):
     return handle
 
 
-def default_node_ip() -> str:
-    """This host's address as other machines see it: its name's first
-    non-loopback address, else the address of the interface that the
-    default route leaves by (Debian maps the hostname to 127.0.1.1), else
-    127.0.0.1."""
+def default_node_ip(apiserver: str | None = None) -> str:
+    """This host's address as other machines see it. In a cluster, the
+    address this machine reaches the API server from: on a VM whose default
+    route is a NAT interface (Vagrant, VirtualBox), the hostname and the
+    default route both name the NAT address, which no other machine can
+    reach. Else its name's first non-loopback address, else the address of
+    the interface that the default route leaves by (Debian maps the
+    hostname to 127.0.1.1), else 127.0.0.1. --node-ip overrides all this."""
+    host = urlsplit(apiserver).hostname if apiserver else None
+    if host and not host.startswith("127.") and host not in ("localhost", "::1"):
+        try:
+            source = _source_address(host, urlsplit(apiserver).port or 443)
+            if not source.startswith("127."):
+                return source
+        except OSError:
+            pass
     try:
         for *_, address in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
             if not address[0].startswith("127."):
@@ -375,13 +387,19 @@ def default_node_ip() -> str:
     except OSError:
         pass
     try:
-        # connect() on a UDP socket only picks the route and the source
-        # address; no packet is sent.
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            probe.connect(("8.8.8.8", 53))
-            return probe.getsockname()[0]
+        return _source_address("8.8.8.8", 53)      # any address beyond this machine
     except OSError:
         return "127.0.0.1"
+
+
+def _source_address(host: str, port: int) -> str:
+    """The local address a connection to host would leave from. connect()
+    on a UDP socket only picks the route and the source address; no packet
+    is sent."""
+    address = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)[0][4]
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(address)
+        return probe.getsockname()[0]
 
 
 def seconds(text: str) -> float:
@@ -438,7 +456,8 @@ def join_cluster(args: argparse.Namespace, client, runtime: DockerRuntime, log: 
     from node_registration import NodeRegistration
     from node_status import node_object
 
-    node = node_object(args.node_name, args.node_ip or default_node_ip(), args.read_only_port, runtime.version())
+    node = node_object(args.node_name, args.node_ip or default_node_ip(client.connection.server),
+                       args.read_only_port, runtime.version())
     network = kubelet.network
     NodeRegistration(client, node, args.node_status_update_frequency, log,
                      not_ready=network.not_ready if network else None).start()
@@ -495,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
                 log.error("cannot set up the pod network", error=str(error))
                 return 1
     kubelet = Kubelet(args.node_name, runtime, sources, log, network=network,
-                      pause_image=args.pod_infra_container_image, host_ip=args.node_ip or default_node_ip(),
+                      pause_image=args.pod_infra_container_image, host_ip=args.node_ip or default_node_ip(client.connection.server if client else None),
                       sync_frequency=args.sync_frequency, backoff_initial=args.backoff_initial,
                       backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers,
                       events=events)
