@@ -42,6 +42,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
 sys.path.insert(0, str(HERE))   # the chapter's modules (http_server), when run as a script
 
+from common.processes import stop_within  # noqa: E402
+
 
 # ----- small helpers -----
 
@@ -131,12 +133,7 @@ def start_apiserver(workdir: Path, name: str) -> tuple[subprocess.Popen, int]:
 
 
 def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    stop_within(process, 10)
 
 
 # ----- floors measured without any server -----

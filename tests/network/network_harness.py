@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from common.processes import stop_within
 from machines import Machines
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,13 +71,7 @@ class Cluster:
         return process
 
     def stop(self, key: str) -> None:
-        process = self.processes.pop(key)
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_within(self.processes.pop(key), 15)
 
     def log(self, key: str) -> str:
         return (self.workdir / f"{key}.log").read_text(errors="replace")
