@@ -24,6 +24,7 @@ import ipaddress
 import os
 import re
 import secrets
+import socket
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -208,9 +209,14 @@ def kubeconfig(user: str, token: str, server: str, ca_crt: bytes) -> bytes:
 
 def wanted_addresses(master_ips, master_names, server_url):
     """The server certificate's IPs and names: what was asked for, the
-    host in the URL the kubeconfigs name, loopback, and the service names."""
+    host in the URL the kubeconfigs name, loopback, the service names, and
+    this machine's hostname (`make certs` runs on the master: whoever dials
+    it by name, as `https://master:6443`, is not refused)."""
     ips = [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
     names = ["localhost"] + SERVICE_NAMES
+    hostname = socket.gethostname().lower()
+    if re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", hostname):
+        names.append(hostname)
     host = urlsplit(server_url).hostname
     try:
         ips.append(ipaddress.ip_address(host))
