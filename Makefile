@@ -75,7 +75,7 @@ bench-02-nodes: venv images ## chapter 02 benchmark: 30 pods through the API vs 
 test-03: venv images ## chapter 03: the scheduler's plugins, queue and cache, and end to end with a real API server and kubelets
 	$(PYTEST) tests/scheduler
 
-lesson-03: venv images ## run chapter 03's README as a lesson, command by command
+lesson-03: venv images ## run chapter 03's README as a lesson, command by command, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 03-scheduler
 
 bench-03: venv ## chapter 03 benchmark: 3,000 pods onto 1,000 nodes, pods/s and cycle times vs the API server's own rates (ARGS="--nodes 100 --pods 300": quick)

@@ -568,6 +568,11 @@ def play(files: list[Path], session: Session) -> str | None:
     return None
 
 
+def uses_machines(files: list[Path]) -> bool:
+    """Does the lesson type `host$`, and so play on namespace machines?"""
+    return any(re.search(r"^host\$ ", path.read_text(), re.M) for path in files)
+
+
 def namespace_machines():
     """The machines a learner makes with `make machines` (the defaults)."""
     import sys
