@@ -34,6 +34,7 @@ import argparse
 import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -67,7 +68,17 @@ class Machines:
 
     def __init__(self, prefix: str = PREFIX, subnet: str = SUBNET, names: tuple[str, ...] = NAMES):
         self.prefix, self.names = prefix, tuple(names)
-        self.subnet = ipaddress.ip_network(subnet)
+        try:
+            self.subnet = ipaddress.ip_network(subnet)
+        except ValueError as error:
+            raise MachineError(f"--subnet {subnet!r}: {error}") from None
+        if self.subnet.version != 4 or self.subnet.num_addresses < FIRST_HOST + len(self.names) + 1:
+            raise MachineError(f"--subnet {subnet}: an IPv4 network with room for {len(self.names)} machines "
+                               f"from .{FIRST_HOST} on, such as {SUBNET}")
+        bad = [n for n in self.names if not re.fullmatch(r"[a-z][a-z0-9-]{0,14}", n)]
+        if bad or len(set(self.names)) != len(self.names):
+            raise MachineError(f"--names {','.join(self.names)}: distinct hostnames, lowercase letters, digits "
+                               "and dashes, starting with a letter")
         self.bridge = f"{prefix}-br0"
         self.state = Path("/run/groundup") / prefix        # namespace files: gone at reboot, as the namespaces are
         self.data = Path("/var/lib/groundup") / prefix     # Docker data roots and logs
@@ -142,7 +153,8 @@ class Machines:
     def _check_requirements(self) -> None:
         if os.geteuid() != 0:
             raise MachineError("making machines needs root (network namespaces, bridges, mounts): run it with sudo")
-        missing = [tool for tool in ("ip", "iptables", "nsenter", "unshare", "dockerd", "docker") if not shutil.which(tool)]
+        tools = ("ip", "iptables", "nsenter", "unshare", "dockerd", "docker")
+        missing = [tool for tool in tools if not shutil.which(tool)]
         if missing:
             raise MachineError(f"missing: {', '.join(missing)} (run `make setup` first)")
 

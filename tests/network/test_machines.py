@@ -72,3 +72,18 @@ def test_up_refuses_a_subnet_the_host_already_routes(small):
     with pytest.raises(MachineError, match="already routed on this host"):
         Machines(prefix=small.prefix, subnet=taken, names=("master",)).up()
     assert leftovers(small) == []
+
+
+@pytest.mark.parametrize("args, complaint", [
+    (["--subnet", "foo", "list"], "--subnet 'foo': 'foo' does not appear to be an IPv4 or IPv6 network"),
+    (["--subnet", "10.213.0.0/30", "list"], "room for 3 machines"),
+    (["--names", "node1,node1", "list"], "distinct hostnames"),
+    (["--names", "Master,node1", "list"], "lowercase"),
+    (["--prefix", "much-too-long", "list"], "too long for Linux interface names"),
+    (["on", "node9", "--", "true"], "no machine 'node9': the machines are master, node1, node2"),
+])
+def test_bad_arguments_are_one_line_errors(args, complaint, capsys):
+    from machines import main
+    assert main(args) == 1
+    error = capsys.readouterr().err
+    assert complaint in error and error.count("\n") == 1, error
