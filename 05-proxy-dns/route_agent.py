@@ -24,6 +24,7 @@ the commands a learner types to look: `ip route show proto 213`.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import signal
 import socket
@@ -44,23 +45,49 @@ class RouteError(Exception):
 
 
 # [START desired-routes]
-def desired_routes(nodes: list[dict], me: str) -> dict[str, str]:
-    """{podCIDR: InternalIP} for every other node that has both."""
-    routes = {}
+def desired_routes(nodes: list[dict], me: str) -> tuple[dict[str, str], list[str]]:
+    """{podCIDR: InternalIP} for every other node that has both, and why
+    any node was left out. A range that overlaps this node's own would
+    send our own pods' traffic away: never routed."""
+    mine = next((pod_cidr(n) for n in nodes if n["metadata"]["name"] == me), None)
+    routes, problems = {}, []
     for node in nodes:
         name = node["metadata"]["name"]
-        cidr = (node.get("spec") or {}).get("podCIDR")
-        address = internal_ip(node)
-        if name != me and cidr and address and not node["metadata"].get("deletionTimestamp"):
-            routes[cidr] = address
-    return routes
+        if name == me or node["metadata"].get("deletionTimestamp"):
+            continue
+        cidr, address = pod_cidr(node), internal_ip(node)
+        if cidr is None or address is None:
+            continue                                   # not ready for traffic yet
+        if isinstance(cidr, str) or isinstance(address, str):
+            problems.append(f"node {name}: {cidr if isinstance(cidr, str) else address}")
+        elif mine is not None and not isinstance(mine, str) and cidr.overlaps(mine):
+            problems.append(f"node {name}: podCIDR {cidr} overlaps this node's {mine}")
+        else:
+            routes[str(cidr)] = str(address)
+    return routes, problems
 # [END desired-routes]
 
 
-def internal_ip(node: dict) -> str | None:
+def pod_cidr(node: dict):
+    """The node's pod range (an ip_network), None if it has none, or what
+    is wrong with it (a str)."""
+    cidr = (node.get("spec") or {}).get("podCIDR")
+    if not cidr:
+        return None
+    try:
+        return ipaddress.ip_network(cidr)
+    except ValueError as error:
+        return f"podCIDR {cidr!r} is not a network: {error}"
+
+
+def internal_ip(node: dict):
+    """The node's InternalIP (an ip_address), None, or what is wrong with it."""
     for address in (node.get("status") or {}).get("addresses") or []:
         if address.get("type") == "InternalIP":
-            return address.get("address")
+            try:
+                return ipaddress.ip_address(address.get("address"))
+            except ValueError:
+                return f"InternalIP {address.get('address')!r} is not an address"
     return None
 
 
@@ -86,6 +113,7 @@ class RouteAgent:
         self.nodes.add_handler(on_add=self._changed, on_update=lambda old, new: self._changed(new),
                                on_delete=self._changed)
         self._lock = threading.Lock()
+        self._told: set[str] = set()        # problems already logged: once each, not every pass
 
     def _changed(self, _node: dict) -> None:
         if self.nodes.has_synced():
@@ -96,7 +124,10 @@ class RouteAgent:
         """Make the routing table say what the Nodes say: add what is missing,
         fix what points elsewhere, remove what no node has any more."""
         with self._lock:
-            want = desired_routes(self.nodes.list(), self.node_name)
+            want, problems = desired_routes(self.nodes.list(), self.node_name)
+            for problem in sorted(set(problems) - self._told):
+                self.log.error("node left out", problem=problem)
+            self._told = set(problems)
             have = current_routes()
             for cidr, via in sorted(want.items()):
                 if have.get(cidr) != via:
