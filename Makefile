@@ -63,7 +63,7 @@ bench-01: venv images ## chapter 01 benchmark: 30 two-container pods vs bare Doc
 test-02: venv ## chapter 02: the API server over real HTTP, with the real kubectl and the Python client
 	$(PYTEST) tests/apiserver
 
-lesson-02: venv ## run chapter 02's README as a lesson, command by command
+lesson-02: venv images ## run chapter 02's README as a lesson, command by command (part 5 on machines it makes: as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 02-apiserver
 
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors

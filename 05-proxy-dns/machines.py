@@ -35,6 +35,7 @@ import ipaddress
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -48,6 +49,7 @@ PREFIX = "gu"
 # The images every node needs, copied from the host's engine (`make images`
 # builds them offline from Debian's busybox-static).
 IMAGES = ("registry.k8s.io/pause:3.9", "busybox:1.35")
+REPOSITORY = Path(__file__).resolve().parents[1]     # every machine sees this checkout
 FIRST_HOST = 10          # master 10.213.0.10, node1 .11, node2 .12, ...
 
 
@@ -215,13 +217,28 @@ class Machines:
         sh(*inside, "ip", "link", "set", "lo", "up")
         # The rest: a hostname, and a private /tmp, /run, /etc/hosts. unshare
         # keeps the new namespaces alive by binding them to the two files.
-        # (/etc first: the files it binds live under /run, which the last mount hides.)
-        setup = (f"hostname {name} && mount --bind {files / 'hosts'} /etc/hosts"
-                 f" && mount --bind {files / 'hostname'} /etc/hostname"
-                 " && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /run")
         sh("nsenter", f"--net=/run/netns/{netns}", "unshare", f"--uts={files / 'uts'}",
-           f"--mount={files / 'mnt'}", "--propagation", "private", "sh", "-c", setup)
+           f"--mount={files / 'mnt'}", "--propagation", "private", "sh", "-c", self._setup_script(name))
     # [END make-machine]
+
+    def _setup_script(self, name: str) -> str:
+        """What runs once inside a new machine: its hostname, its own
+        /etc/hosts, /tmp and /run. /etc first: the files it binds live under
+        /run, which the last mount hides. A checkout under /tmp (a fresh
+        clone in a temporary directory) stays where it is: it is held
+        elsewhere while the new /tmp goes on, then put back."""
+        files, q = self.state / name, shlex.quote
+        steps = [f"hostname {q(name)}", f"mount --bind {q(str(files / 'hosts'))} /etc/hosts",
+                 f"mount --bind {q(str(files / 'hostname'))} /etc/hostname"]
+        if REPOSITORY.is_relative_to("/tmp"):
+            hold = self.data / name / "repository"
+            hold.mkdir(parents=True, exist_ok=True)
+            steps += [f"mount --bind {q(str(REPOSITORY))} {q(str(hold))}", "mount -t tmpfs tmpfs /tmp",
+                      f"mkdir -p {q(str(REPOSITORY))}", f"mount --move {q(str(hold))} {q(str(REPOSITORY))}"]
+        else:
+            steps.append("mount -t tmpfs tmpfs /tmp")
+        steps.append("mount -t tmpfs tmpfs /run")
+        return " && ".join(steps)
 
     def _private_mount(self, directory: Path) -> None:
         """unshare can bind a mount namespace only to a file on a private

@@ -346,10 +346,17 @@ class Session:
     node_names: set[str] = field(default_factory=set)
     bindings: dict = field(default_factory=dict)
     machines: object = None     # a machines.Machines when the lesson types `host$`
+    local: set = field(default_factory=set)     # machines whose terminals are on this computer
 
     def enter(self, machine: str, cwd) -> list[str]:
-        """How a terminal gets onto a machine: on namespace machines, nsenter."""
-        if self.machines is None or machine == HOST:
+        """How a terminal gets onto a machine: on namespace machines, nsenter.
+        A machine's terminals are where its first one opened: a machine that
+        did not exist yet is this computer for the rest of the lesson
+        (chapter 02's master runs parts 2 to 4 before part 5 makes the nodes)."""
+        if self.machines is None or machine == HOST or machine in self.local:
+            return []
+        if machine not in self.shells and not self.machines.exists(machine):
+            self.local.add(machine)
             return []
         return self.machines.enter(machine, cwd=str(cwd))
 
@@ -606,7 +613,8 @@ def evaluate_step(example) -> str | None:
             session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
             if command.machine == HOST and "machines-down" in command.text:
                 for background in session.backgrounds:       # their machines are going: so are they
-                    background.interrupted = background.interrupted or background.machine != HOST
+                    on_machine = background.machine != HOST and background.machine not in session.local
+                    background.interrupted = background.interrupted or on_machine
             if step.options.get("background"):
                 background = session.start_background(command.machine, command.text, where)
                 _background_shows(session, command.expected, where, background,

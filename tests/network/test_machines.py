@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,17 @@ def small(docker_client):
     made.down()
 
 
-def test_a_machine_has_its_own_address_hostname_hosts_tmp_and_docker_engine(small):
+def test_a_machine_has_its_own_address_hostname_hosts_tmp_and_docker_engine(small, monkeypatch, tmp_path):
+    # A checkout under /tmp (CI clones into a temporary directory) must stay
+    # visible on the machines, though their /tmp is their own.
+    import machines
+    checkout = Path(tempfile.mkdtemp(prefix="groundup-checkout-", dir="/tmp"))
+    (checkout / "Makefile").write_text("# a checkout\n")
+    monkeypatch.setattr(machines, "REPOSITORY", checkout)
     small.up()
+    assert small.run("node1", "cat", str(checkout / "Makefile")).stdout == "# a checkout\n"
+    assert small.run("node1", "ls", "/tmp").stdout.split() == [checkout.name]
+    shutil.rmtree(checkout)
     assert small.run("node1", "hostname").stdout.strip() == "node1"
     assert small.run("node1", "getent", "hosts", "master").stdout.split()[0] == small.address("master")
     assert f"inet {small.address('node1')}/" in small.run("node1", "ip", "-o", "addr", "show", "eth0").stdout
