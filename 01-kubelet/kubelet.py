@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import docker.errors
 
 import pod_config as cfg
-from common import kubeconfig
+from common import addresses, kubeconfig
 from common.backoff import Backoff
 from common.events import EventRecorder
 from common.log import EventLogger, get_logger
@@ -369,37 +369,17 @@ def default_node_ip(apiserver: str | None = None) -> str:
     address this machine reaches the API server from: on a VM whose default
     route is a NAT interface (Vagrant, VirtualBox), the hostname and the
     default route both name the NAT address, which no other machine can
-    reach. Else its name's first non-loopback address, else the address of
-    the interface that the default route leaves by (Debian maps the
-    hostname to 127.0.1.1), else 127.0.0.1. --node-ip overrides all this."""
+    reach. Else the machine's own idea of its address (common.addresses).
+    --node-ip overrides all this."""
     host = urlsplit(apiserver).hostname if apiserver else None
     if host and not host.startswith("127.") and host not in ("localhost", "::1"):
         try:
-            source = _source_address(host, urlsplit(apiserver).port or 443)
+            source = addresses.source_address(host, urlsplit(apiserver).port or 443)
             if not source.startswith("127."):
                 return source
         except OSError:
             pass
-    try:
-        for *_, address in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET):
-            if not address[0].startswith("127."):
-                return address[0]
-    except OSError:
-        pass
-    try:
-        return _source_address("8.8.8.8", 53)      # any address beyond this machine
-    except OSError:
-        return "127.0.0.1"
-
-
-def _source_address(host: str, port: int) -> str:
-    """The local address a connection to host would leave from. connect()
-    on a UDP socket only picks the route and the source address; no packet
-    is sent."""
-    address = socket.getaddrinfo(host, port, socket.AF_INET, socket.SOCK_DGRAM)[0][4]
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect(address)
-        return probe.getsockname()[0]
+    return addresses.this_machines_address()
 
 
 def seconds(text: str) -> float:

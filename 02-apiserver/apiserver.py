@@ -35,6 +35,7 @@ from file_store import StoreError  # noqa: E402
 from gauntlet import SecurePort  # noqa: E402
 from http_server import APIHTTPServer, Limits, tls_context  # noqa: E402
 from tokens import TokenFileError  # noqa: E402
+from common.addresses import this_machines_address  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from common.token_file import TokenFileError, read_token_file  # noqa: E402
 
@@ -86,6 +87,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     secure.add_argument("--authorization-mode", choices=("ABAC", "AlwaysAllow"), default="ABAC",
                         help="ABAC: --authorization-policy-file decides (default); AlwaysAllow: any known user may do anything")
     secure.add_argument("--authorization-policy-file", help="ABAC policy, one JSON object per line")
+    services = parser.add_argument_group("Services (chapter 05)")
+    services.add_argument("--service-cluster-ip-range", default=DEFAULTS["SERVICE_CLUSTER_IP_RANGE"],
+                          help="the Services' virtual IPs (default %(default)s; the first is the kubernetes Service's)")
+    services.add_argument("--service-node-port-range", default=DEFAULTS["SERVICE_NODE_PORT_RANGE"],
+                          help="the ports NodePort Services get on every node (default %(default)s)")
+    services.add_argument("--advertise-address",
+                          help="this server's address in the kubernetes Service's endpoints "
+                               "(default: --bind-address, or this machine's address)")
     parser.add_argument("--kubelet-client-token-file",
                         help="the token this server presents to kubelets for `kubectl logs` "
                              "(their --authentication-token-file; make certs: .certs/kubelet-client.token)")
@@ -116,7 +125,7 @@ def main(argv=None) -> int:
     if not ipaddress.ip_address(args.insecure_bind_address).is_loopback:
         log.info("WARNING: the insecure port has no authentication: anyone who can reach "
                  f"{args.insecure_bind_address}:{args.port} can read and change everything")
-    problem = _check_secure_flags(args)
+    problem = _check_secure_flags(args) or _check_service_flags(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -134,7 +143,11 @@ def main(argv=None) -> int:
                           if args.authorization_mode == "ABAC" else None,
                           "ADMISSION_PLUGINS": [p for p in args.enable_admission_plugins.split(",") if p],
                           "ALLOW_PRIVILEGED": args.allow_privileged,
-                          "KUBELET_CLIENT_TOKEN": kubelet_token})
+                          "KUBELET_CLIENT_TOKEN": kubelet_token,
+                          "SERVICE_CLUSTER_IP_RANGE": args.service_cluster_ip_range,
+                          "SERVICE_NODE_PORT_RANGE": args.service_node_port_range,
+                          "SECURE_PORT": args.secure_port if args.tls_cert_file else None,
+                          "ADVERTISE_ADDRESS": advertise_address(args)})
     except (StoreError, TokenFileError, PolicyFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -171,6 +184,33 @@ def main(argv=None) -> int:
     server.serve_forever()
     log.info("stopped")
     return 0
+
+
+def _check_service_flags(args) -> str | None:
+    try:
+        network = ipaddress.ip_network(args.service_cluster_ip_range)
+    except ValueError as error:
+        return f"--service-cluster-ip-range {args.service_cluster_ip_range!r}: {error}"
+    if network.version != 4 or network.num_addresses < 8:
+        return f"--service-cluster-ip-range {network}: an IPv4 network of at least 8 addresses, such as 10.96.0.0/12"
+    first, dash, last = args.service_node_port_range.partition("-")
+    if not (dash and first.isdigit() and last.isdigit() and 1 <= int(first) <= int(last) <= 65535):
+        return f"--service-node-port-range {args.service_node_port_range!r}: FIRST-LAST, such as 30000-32767"
+    if args.advertise_address:
+        try:
+            ipaddress.ip_address(args.advertise_address)
+        except ValueError:
+            return f"--advertise-address {args.advertise_address!r} is not an IP address"
+    return None
+
+
+def advertise_address(args) -> str:
+    """Where other machines reach this server, as Kubernetes picks it."""
+    if args.advertise_address:
+        return args.advertise_address
+    if args.bind_address not in ("0.0.0.0", "::"):
+        return args.bind_address
+    return this_machines_address()
 
 
 def _check_secure_flags(args) -> str | None:

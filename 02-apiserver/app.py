@@ -31,6 +31,8 @@ import tokens
 from common.defaults import apply_defaults
 from common.log import get_logger
 from file_store import FileStore
+from service_ips import ServiceAllocator
+import kubernetes_service
 from watch import WatchCounter
 
 log = get_logger("apiserver")
@@ -42,6 +44,10 @@ DEFAULTS = {
     "MAX_WATCHES": 3_000,
     "MAX_WATCH_SECONDS": 1800,        # a watch with no timeoutSeconds ends after 30-60 min
     "BOOKMARK_SECONDS": 10,
+    "SERVICE_CLUSTER_IP_RANGE": "10.96.0.0/12",     # Services' virtual IPs (chapter 05)
+    "SERVICE_NODE_PORT_RANGE": "30000-32767",
+    "ADVERTISE_ADDRESS": None,        # where the `kubernetes` Service's endpoint points (with SECURE_PORT)
+    "SECURE_PORT": None,
 }
 
 
@@ -60,6 +66,7 @@ class APIServer:
     allow_privileged: bool = False
     # What this server presents to a kubelet's port (kubectl logs); None: nothing.
     kubelet_client_token: str | None = None
+    services: ServiceAllocator | None = None      # cluster IPs and node ports
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -78,7 +85,8 @@ def create_app(config: dict | None = None) -> Flask:
         max_watch_seconds=app.config["MAX_WATCH_SECONDS"], bookmark_seconds=app.config["BOOKMARK_SECONDS"],
         admission_plugins=tuple(app.config.get("ADMISSION_PLUGINS") or admission.DEFAULT_PLUGINS),
         allow_privileged=bool(app.config.get("ALLOW_PRIVILEGED")),
-        kubelet_client_token=app.config.get("KUBELET_CLIENT_TOKEN"))
+        kubelet_client_token=app.config.get("KUBELET_CLIENT_TOKEN"),
+        services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
     if app.config.get("AUTHORIZATION_POLICY_FILE"):
@@ -86,6 +94,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)
+    kubernetes_service.ensure(store, server.services, app.config["ADVERTISE_ADDRESS"], app.config["SECURE_PORT"])
     custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
 
     app.register_blueprint(discovery.bp)

@@ -6,6 +6,7 @@ which the subresources (/status, /scale, /binding) use too.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 
 from flask import g, request
@@ -91,12 +92,21 @@ def _store_create(info, obj: dict, body: bytes):
     _set_namespace(obj, info)
     objects.prepare_for_create(obj, info.resource)
     obj = custom_resources.apply_defaults(info.resource, apply_defaults(info.resource.group, info.resource.kind, obj))
-    _admit_validate(obj, None, info, "CREATE")
-    objects.finish_create(obj, info.resource)
-    g.created = obj["metadata"].get("name")           # the audit line names what was made
-    if dry_run():
-        return respond(obj, 201, warnings)
-    return respond(server().store.create(info.resource, obj), 201, warnings)
+    with _allocating(info, obj):                      # a Service's cluster IP, held until stored
+        _admit_validate(obj, None, info, "CREATE")
+        objects.finish_create(obj, info.resource)
+        g.created = obj["metadata"].get("name")       # the audit line names what was made
+        if dry_run():
+            return respond(obj, 201, warnings)
+        return respond(server().store.create(info.resource, obj), 201, warnings)
+
+
+def _allocating(info, obj: dict, old: dict | None = None):
+    """What the API server hands out with an object: a Service's cluster IP
+    and node ports (service_ips.py). Nothing for other kinds."""
+    if (info.resource.group, info.resource.kind) == ("", "Service") and info.subresource != "status":
+        return server().services.allocating(obj, old, dry_run=dry_run())
+    return contextlib.nullcontext(obj)
 
 
 def update(info):
@@ -183,6 +193,8 @@ def update_object(info, change, subresource: str = "") -> dict:
     only_try = dry_run()
     subresource = subresource or info.subresource
 
+    reservations = contextlib.ExitStack()     # a Service's new node ports, held until stored
+
     def update_fn(current: dict) -> dict:
         old = copy.deepcopy(current)
         changed = change(current)
@@ -199,13 +211,16 @@ def update_object(info, change, subresource: str = "") -> dict:
         new = custom_resources.apply_defaults(
             info.resource, apply_defaults(info.resource.group, info.resource.kind, changed))
         new = objects.prepare_for_update(new, old, info.resource, subresource)
+        reservations.close()                  # a retry lets go of what the last try reserved
+        reservations.enter_context(_allocating(info, new, old))
         _admit_validate(new, old, info, "UPDATE", subresource)
         if only_try:
             raise _DryRunResult(new)
         return new
 
     try:
-        stored = server().store.update(info.resource, info.namespace, info.name, update_fn)
+        with reservations:
+            stored = server().store.update(info.resource, info.namespace, info.name, update_fn)
     except _DryRunResult as result:
         return result.obj
     return finish_deletion_if_done(server(), info.resource, stored)[0]

@@ -12,6 +12,7 @@ import socket
 import pytest
 
 import kubelet
+from common import addresses
 
 NAT, SHARED = "10.0.2.15", "192.168.56.11"
 
@@ -31,7 +32,7 @@ def vagrant_vm(monkeypatch):
         return SHARED if host == "192.168.56.10" else NAT
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    monkeypatch.setattr(kubelet, "_source_address", source_address)
+    monkeypatch.setattr(addresses, "source_address", source_address)
 
 
 @pytest.mark.parametrize("apiserver, expected", [
