@@ -444,9 +444,26 @@ def join_cluster(args: argparse.Namespace, client, runtime: DockerRuntime, log: 
     if network and not args.pod_cidr:
         threading.Thread(target=network.wait_for_pod_cidr, args=(client, args.node_name, kubelet.stopping),
                          daemon=True, name="pod-network").start()
+    kubelet.worker.service_env = services_env_from(client)
     node_ref = {"kind": "Node", "apiVersion": "v1", "name": args.node_name, "uid": args.node_name}
     kubelet.events.event(node_ref, "Normal", "Starting", "Starting kubelet.")
     return ApiSource(client, args.node_name, log, on_change=kubelet.wake).start()
+
+
+def services_env_from(client):
+    """Each container's service variables, from a watched copy of every
+    Service (chapter 05). Until the first list has come, no container
+    starts: its variables would be missing, as Kubernetes refuses too."""
+    from common.informer import Informer
+    from service_env import service_env
+    services = Informer(client, "v1", "services").start()
+    services.wait_for_sync(timeout=5)      # usually at once; an API server away does not hold us
+
+    def env_for(pod: dict) -> dict[str, str]:
+        if not services.has_synced():
+            raise cfg.ConfigError("services have not yet been read at least once, cannot construct envvars")
+        return service_env(services.list(), pod)
+    return env_for
 
 
 def main(argv: list[str] | None = None) -> int:

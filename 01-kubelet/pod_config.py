@@ -115,10 +115,13 @@ def expand(text: str, env: dict[str, str]) -> str:
     return _REFERENCE.sub(replace, text)
 
 
-def container_env(pod: dict, container: dict, pod_ip: str, host_ip: str) -> dict[str, str]:
+def container_env(pod: dict, container: dict, pod_ip: str, host_ip: str,
+                  given: dict[str, str] | None = None) -> dict[str, str]:
     """The container's variables, in order; each may refer to the ones
-    defined before it (as in Kubernetes, later ones are not yet known)."""
-    env: dict[str, str] = {}
+    defined before it (as in Kubernetes, later ones are not yet known), and
+    to those it is given anyway (chapter 05's service variables), which its
+    own override."""
+    env: dict[str, str] = dict(given or {})
     for var in container.get("env") or []:
         if "valueFrom" in var:
             env[var["name"]] = field_value(pod, var["valueFrom"], pod_ip, host_ip)

@@ -58,6 +58,9 @@ class PodWorker:
         self.runtime, self.log, self.waiting, self.events = runtime, log, waiting, events
         self.crash_backoff, self.start_backoff = crash_backoff, start_backoff
         self.pause_image, self.host_ip = pause_image, host_ip
+        # The Services' variables for a pod's containers (chapter 05); alone,
+        # without an API server, there are none.
+        self.service_env = lambda pod: {}
 
     def apply(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
         key = cfg.pod_key(pod)
@@ -110,7 +113,7 @@ class PodWorker:
 
         try:
             self._pull(container, event)
-            env = cfg.container_env(pod, container, pod_ip, self.host_ip)
+            env = cfg.container_env(pod, container, pod_ip, self.host_ip, self.service_env(pod))
             mounts = self._mounts(pod, container, event)
             if start.after_crash:
                 self.crash_backoff.next(start.backoff_key)

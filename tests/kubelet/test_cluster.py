@@ -402,6 +402,32 @@ def all_started(pod: dict) -> bool:
     return bool(statuses) and all("running" in s["state"] for s in statuses)
 
 
+# --- 4b. the Services a pod is told about (chapter 05) -------------------------------------
+
+def test_a_pod_is_told_the_services_of_its_namespace_and_the_api_servers(cluster):
+    service = unique("db")
+    made = cluster.api.post("/api/v1/namespaces/default/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": service},
+        "spec": {"selector": {"app": service}, "ports": [{"name": "pg", "port": 5432}]}})
+    assert made.status_code == 201, made.text
+    ip, prefix = made.json()["spec"]["clusterIP"], service.upper().replace("-", "_")
+    name = unique("env")
+    create_pod(cluster.api, name, cluster.node1.node_name,
+               [container("app", "env | sort; exec sleep 3600",
+                          env=[{"name": "DB_URL", "value": f"postgres://$({prefix}_SERVICE_HOST):5432"}])])
+    try:
+        logs = wait_for(lambda: "KUBERNETES_SERVICE_HOST" in (out := cluster.k.run("logs", name).stdout) and out, 60,
+                        what="the pod's environment in its log")
+        variables = dict(line.split("=", 1) for line in logs.splitlines() if "=" in line)
+        assert variables[f"{prefix}_SERVICE_HOST"] == ip and variables[f"{prefix}_SERVICE_PORT_PG"] == "5432"
+        assert variables[f"{prefix}_PORT"] == f"tcp://{ip}:5432"
+        assert variables["KUBERNETES_SERVICE_HOST"] == "10.96.0.1" and variables["KUBERNETES_SERVICE_PORT"] == "443"
+        assert variables["DB_URL"] == f"postgres://{ip}:5432"          # its own may refer to them
+    finally:
+        delete_now(cluster.api, name)
+        cluster.api.delete(f"/api/v1/namespaces/default/services/{service}")
+
+
 # --- 5. logs through the API server -------------------------------------------------------
 
 def test_kubectl_logs_reads_a_pod_on_a_joined_kubelet(cluster):

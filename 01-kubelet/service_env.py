@@ -1,0 +1,55 @@
+"""Service environment variables: how the seeds' pods found their database (chapter 05).
+
+Before cluster DNS, a pod learned where a Service was from variables the
+kubelet set when it started the container, one set per Service in the
+pod's namespace that existed at that moment:
+
+    DB_SERVICE_HOST=10.96.12.7         DB_SERVICE_PORT=5432
+    DB_PORT=tcp://10.96.12.7:5432      (and DB_PORT_5432_TCP, _PROTO, _PORT, _ADDR,
+                                        the Docker links' names, kept for old images)
+
+Kubernetes still sets them (a Service made after the pod is missing from
+them: that is why DNS won). `enableServiceLinks: false` leaves out all but
+the `kubernetes` Service's, which every pod gets, from the default
+namespace, so that a program in a pod can find the API server.
+"""
+from __future__ import annotations
+
+
+def env_name(service_name: str) -> str:
+    return service_name.upper().replace("-", "_")
+
+
+# [START service-env]
+def service_env(services: list[dict], pod: dict) -> dict[str, str]:
+    """The variables for the pod's containers, from the Services that exist now."""
+    namespace = pod["metadata"]["namespace"]
+    links = pod["spec"].get("enableServiceLinks", True)
+    env: dict[str, str] = {}
+    # The API server's first, so that a Service of the same name in the
+    # pod's own namespace wins, as in Kubernetes.
+    def api_server_first(service):
+        meta = service["metadata"]
+        return (meta.get("namespace"), meta["name"]) != ("default", "kubernetes"), meta["name"]
+    for service in sorted(services, key=api_server_first):
+        meta, spec = service["metadata"], service.get("spec") or {}
+        ip, ports = spec.get("clusterIP"), [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+        if not ip or ip == "None" or not ports:
+            continue                     # headless or ExternalName: no address to give
+        is_api_server = (meta.get("namespace"), meta["name"]) == ("default", "kubernetes")
+        if not is_api_server and (meta.get("namespace") != namespace or not links):
+            continue
+        name = env_name(meta["name"])
+        env[f"{name}_SERVICE_HOST"] = ip
+        env[f"{name}_SERVICE_PORT"] = str(ports[0]["port"])
+        for port in ports:
+            if port.get("name"):
+                env[f"{name}_SERVICE_PORT_{env_name(port['name'])}"] = str(port["port"])
+            protocol = port.get("protocol", "TCP")
+            prefix = f"{name}_PORT_{port['port']}_{protocol}"
+            env[prefix] = f"{protocol.lower()}://{ip}:{port['port']}"
+            env[f"{prefix}_PROTO"], env[f"{prefix}_PORT"], env[f"{prefix}_ADDR"] = \
+                protocol.lower(), str(port["port"]), ip
+        env[f"{name}_PORT"] = f"{ports[0].get('protocol', 'TCP').lower()}://{ip}:{ports[0]['port']}"
+    return env
+# [END service-env]
