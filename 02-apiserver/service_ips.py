@@ -35,6 +35,7 @@ from contextlib import contextmanager
 import api_errors
 import registry
 from common.field_errors import go_string_slice, invalid
+from common.validation import is_ip
 
 SERVICES = registry.for_kind("", "Service")
 NEEDS_NODE_PORTS = ("NodePort", "LoadBalancer")
@@ -120,7 +121,7 @@ class ServiceAllocator:
         if spec.get("type") == "ExternalName" or spec.get("clusterIP") == "None":
             return set()
         wanted = spec.get("clusterIP") or ""
-        if not isinstance(wanted, str) or (wanted and not _is_ip(wanted)):
+        if not isinstance(wanted, str) or (wanted and not is_ip(wanted)):
             return set()                          # malformed: validation says what is wrong
         name = service["metadata"].get("name", "")
         if wanted:
@@ -189,14 +190,6 @@ class ServiceAllocator:
             port["nodePort"] = random.choice(free)
             assigned.add(port["nodePort"])
         return assigned
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-        return True
-    except ValueError:
-        return False
 
 
 def keep_allocated(service: dict, old: dict | None) -> None:

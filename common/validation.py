@@ -623,13 +623,13 @@ def _validate_ports(errs, ports, path: str, host_network: bool) -> set[str] | No
                                     "must match `containerPort` when `hostNetwork` is true"))
         _check_enum(errs, port.get("protocol"), child(port_path, "protocol"), PROTOCOLS)
         host_ip = _get_str(errs, port.get("hostIP"), child(port_path, "hostIP"))
-        if host_ip and not _is_ip(host_ip):
+        if host_ip and not is_ip(host_ip):
             errs.append(invalid(child(port_path, "hostIP"), host_ip,
                                 "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
     return names
 
 
-def _is_ip(text: str) -> bool:
+def is_ip(text: str) -> bool:
     try:
         ipaddress.ip_address(text)
         return True

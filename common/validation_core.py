@@ -23,7 +23,7 @@ from common.field_errors import (FieldError, _go_str, child, duplicate, forbidde
 from common.names import (is_config_map_key, is_dns1123_label, is_dns1123_subdomain,
                           is_qualified_name, is_valid_label_value, is_valid_port_name)
 from common.validation import (PROTOCOLS, TAINT_EFFECTS, _as_int, _check_enum, _check_quantity,
-                               _get_bool, _get_dict, _get_int, _get_list, _get_str, _is_ip, _items,
+                               _get_bool, _get_dict, _get_int, _get_list, _get_str, is_ip, _items,
                                _type_error, validate_labels)
 from common.validation_shared import (FIELD_IMMUTABLE, GoValue, check_immutable,
                                       go_string_slice)
@@ -302,7 +302,7 @@ def _validate_cluster_ips(errs: list, spec: dict, cluster_ip: str | None) -> Non
             continue
         if ip == "None":
             errs.append(invalid(path, ip, "'None' must be the first and only value"))
-        elif not _is_ip(ip):
+        elif not is_ip(ip):
             errs.append(invalid(path, ip, IP_MSG))
     if len(ips) > 2:
         errs.append(invalid("spec.clusterIPs", go_string_slice(ips),
@@ -424,7 +424,7 @@ def _validate_endpoint_address(errs: list, addr: dict, path: str) -> None:
     ip_path = child(path, "ip")
     ip = _get_str(errs, addr.get("ip"), ip_path)
     typed_ip = ip is not None or addr.get("ip") is None
-    if typed_ip and not _is_ip(ip or ""):
+    if typed_ip and not is_ip(ip or ""):
         errs.append(invalid(ip_path, ip or "", IP_MSG))
     hostname = _get_str(errs, addr.get("hostname"), child(path, "hostname"))
     if hostname:
@@ -433,7 +433,7 @@ def _validate_endpoint_address(errs: list, addr: dict, path: str) -> None:
     if node_name:
         _name_list_errors(errs, node_name, child(path, "nodeName"), is_dns1123_subdomain)
     _get_dict(errs, addr.get("targetRef"), child(path, "targetRef"))
-    if typed_ip and not _is_ip(ip or ""):
+    if typed_ip and not is_ip(ip or ""):
         errs.append(invalid(ip_path, ip or "", "must be a valid IP address"))
     elif typed_ip:
         # Traffic to these would never reach a pod on another machine.

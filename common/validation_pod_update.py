@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 
 from common.field_errors import FieldError, forbidden, format_value, index, invalid, not_supported
-from common.validation import INT32_MAX, _as_int, _get_dict, _get_str, _is_ip, _items
+from common.validation import INT32_MAX, _as_int, _get_dict, _get_str, is_ip, _items
 
 UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
@@ -148,15 +148,15 @@ def validate_pod_status(new: dict, old: dict | None = None) -> list[FieldError]:
     # and a bad IP is reported at its list index. A lone hostIP it does not
     # check at all; that check (at status.hostIP) is ours.
     pod_ip = _get_str(errs, status.get("podIP"), "status.podIP")
-    if pod_ip and not status.get("podIPs") and not _is_ip(pod_ip):
+    if pod_ip and not status.get("podIPs") and not is_ip(pod_ip):
         errs.append(invalid("status.podIPs[0]", pod_ip, IP_MSG))
     host_ip = _get_str(errs, status.get("hostIP"), "status.hostIP")
-    if host_ip and not _is_ip(host_ip):
+    if host_ip and not is_ip(host_ip):
         errs.append(invalid("status.hostIP", host_ip, IP_MSG))
     for plural in ("podIPs", "hostIPs"):
         for _, item_path, item in _items(errs, status.get(plural), f"status.{plural}", "IPs"):
             ip = _get_str(errs, item.get("ip"), f"{item_path}.ip")
-            if ip is not None and not _is_ip(ip):
+            if ip is not None and not is_ip(ip):
                 errs.append(invalid(item_path, ip, IP_MSG))
     for field in ("conditions", "containerStatuses", "initContainerStatuses"):
         for _ in _items(errs, status.get(field), f"status.{field}", field):
