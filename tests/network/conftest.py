@@ -38,7 +38,7 @@ def cluster(machines):
                    "--kubelet-client-token-file", str(made.kubelet_token))
         wait_for(lambda: requests.get(made.api + "/healthz", timeout=2).ok, 30, what="the API server on master")
         made.start("controller-manager", "master", "04-controllers/controller_manager.py", "--apiserver", made.api,
-                   "--controllers", "nodeipam", "--cluster-cidr", CLUSTER_CIDR)
+                   "--controllers", "nodeipam,endpoints", "--cluster-cidr", CLUSTER_CIDR)
         made.route_agent("master")
         for node in ("node1", "node2"):
             made.join(node)

@@ -29,6 +29,7 @@ import requests
 
 from common.processes import stop_within
 from machines import Machines
+from polling import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,12 +86,18 @@ class Cluster:
         return path
 
     def join(self, node: str) -> None:
-        """A kubelet on the pod network and a route agent, on one machine."""
+        """A kubelet on the pod network, a route agent and a service proxy, on one machine."""
         self.start(f"kubelet-{node}", node, "01-kubelet/kubelet.py", "--apiserver", self.api,
                    "--authentication-token-file", str(self.kubelet_token),
                    "--network-plugin", "kubenet", "--non-masquerade-cidr", CLUSTER_CIDR,
                    "--sync-frequency", "0.5s", "--node-status-update-frequency", "1s")
         self.route_agent(node)
+        self.start(f"proxy-{node}", node, "05-proxy-dns/proxy.py", "--apiserver", self.api, "-v")
+
+    def leave(self, node: str) -> None:
+        """Stop what join started (the machine's pods and rules stay)."""
+        for what in ("kubelet", "routes", "proxy"):
+            self.stop(f"{what}-{node}")
 
     def route_agent(self, machine: str) -> subprocess.Popen:
         return self.start(f"routes-{machine}", machine, "05-proxy-dns/route_agent.py", "--apiserver", self.api)
@@ -119,3 +126,28 @@ def ready(node: dict) -> bool:
     conditions = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
     return conditions.get("Ready") == "True" and bool(node["spec"].get("podCIDR"))
 
+
+SERVER = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -v -p 80 -h /www"
+
+
+def run_pod(cluster: Cluster, name: str, node: str, command: str = SERVER) -> dict:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "app", "image": "busybox:1.35", "command": ["sh", "-c", command]}]}}
+    created = cluster.request("POST", "/api/v1/namespaces/default/pods", pod)
+    assert created.status_code == 201, created.text
+    return wait_for(lambda: (p := cluster.get(f"/api/v1/namespaces/default/pods/{name}"))["status"].get("podIP")
+                    and p["status"].get("phase") == "Running" and p, 60,
+                    what=f"pod {name} running on {node} with an IP")
+
+
+def delete_pod(cluster: Cluster, name: str) -> None:
+    cluster.request("DELETE", f"/api/v1/namespaces/default/pods/{name}")
+
+
+def in_pod(cluster: Cluster, node: str, pod: str, *command: str) -> str:
+    """Run a command in a pod's app container, through its node's Docker."""
+    found = cluster.machines.run(node, "docker", "ps", "-q", "--filter", f"label=io.kubernetes.pod.name={pod}",
+                                 "--filter", "label=io.kubernetes.container.name=app").stdout.split()
+    assert found, f"no running container of pod {pod} on {node}"
+    return cluster.machines.run(node, "docker", "exec", found[0], *command, timeout=30).stdout

@@ -18,37 +18,11 @@ import uuid
 import pytest
 import requests
 
-from network_harness import Cluster, ready
+from network_harness import Cluster, delete_pod, in_pod, ready, run_pod
 from polling import wait_for
-
-SERVER = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -v -p 80 -h /www"
-
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def run_pod(cluster: Cluster, name: str, node: str, command: str = SERVER) -> dict:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-           "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
-                    "containers": [{"name": "app", "image": "busybox:1.35", "command": ["sh", "-c", command]}]}}
-    created = cluster.request("POST", "/api/v1/namespaces/default/pods", pod)
-    assert created.status_code == 201, created.text
-    return wait_for(lambda: (p := cluster.get(f"/api/v1/namespaces/default/pods/{name}"))["status"].get("podIP")
-                    and p["status"].get("phase") == "Running" and p, 60,
-                    what=f"pod {name} running on {node} with an IP")
-
-
-def delete_pod(cluster: Cluster, name: str) -> None:
-    cluster.request("DELETE", f"/api/v1/namespaces/default/pods/{name}")
-
-
-def in_pod(cluster: Cluster, node: str, pod: str, *command: str) -> str:
-    """Run a command in a pod's app container, through its node's Docker."""
-    found = cluster.machines.run(node, "docker", "ps", "-q", "--filter", f"label=io.kubernetes.pod.name={pod}",
-                                 "--filter", "label=io.kubernetes.container.name=app").stdout.split()
-    assert found, f"no running container of pod {pod} on {node}"
-    return cluster.machines.run(node, "docker", "exec", found[0], *command, timeout=30).stdout
 
 
 def fetch(cluster: Cluster, node: str, pod: str, address: str) -> str:
@@ -149,8 +123,7 @@ def test_a_node_that_joins_gets_routes_everywhere_and_a_deleted_one_loses_them(c
         assert "200 OK" in answer
         delete_pod(cluster, pod["metadata"]["name"])
     finally:
-        cluster.stop("kubelet-node3")
-        cluster.stop("routes-node3")
+        cluster.leave("node3")
     assert cluster.request("DELETE", "/api/v1/nodes/node3").status_code == 200
     wait_for(lambda: all(cidr not in cluster.routes(m) for m in ("master", "node1", "node2")), 10,
              what=f"the route to {cidr} gone from every machine")

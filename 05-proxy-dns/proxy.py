@@ -1,0 +1,289 @@
+"""The service proxy, userspace mode: what makes a cluster IP answer (chapter 05).
+
+    python 05-proxy-dns/proxy.py --kubeconfig node1.kubeconfig
+
+A Service's cluster IP (10.96.43.7) belongs to no machine: no interface
+has it, nothing routes to it. On every node this proxy makes it answer,
+as Kubernetes' first kube-proxy did (its "userspace" mode):
+
+1. for every port of every Service, it listens on a port of its own on
+   the node (the "proxy port");
+2. an iptables rule sends connections for cluster IP:port there
+   (nat PREROUTING for the pods' traffic, nat OUTPUT for the node's own):
+       -d 10.96.43.7/32 -p tcp --dport 80 -j REDIRECT --to-ports 41234
+3. for each connection, it picks one of the Service's ready endpoints,
+   round robin (or the client's last one, with sessionAffinity
+   ClientIP), connects to it, and copies bytes both ways until either
+   side closes.
+
+What a learner can watch: the rules (`iptables -t nat -S`), the sockets
+(`ss -ltnp`), and the proxy's log, a line per connection with -v.
+Every byte crosses this process twice: that is why Kubernetes moved to
+rules alone (iptables mode: the kernel rewrites the address and the
+proxy is out of the data path). The endpoints come from the Endpoints
+objects chapter 04's endpoints controller writes.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from common import kubeconfig
+from common.client import APIClient
+from common.informer import Informer
+from common.log import get_logger
+
+CHAIN_PODS = "GROUNDUP-SERVICES-PODS"      # jumped to from PREROUTING: pods' connections
+CHAIN_NODE = "GROUNDUP-SERVICES-NODE"      # jumped to from OUTPUT: the node's own
+COPY_CHUNK = 64 * 1024
+
+
+class ServicePort:
+    """One port of one Service: its listener, its endpoints, its turn."""
+
+    def __init__(self, key: str, cluster_ip: str, port: int, affinity_seconds: int | None, log):
+        self.key, self.cluster_ip, self.port, self.log = key, cluster_ip, port, log
+        self.affinity_seconds = affinity_seconds       # sessionAffinity ClientIP's timeout, or None
+        self.endpoints: list[tuple[str, int]] = []
+        self._turn = itertools.count()
+        self._affinity: dict[str, tuple[tuple[str, int], float]] = {}
+        self._lock = threading.Lock()
+        self.listener = socket.create_server(("0.0.0.0", 0), backlog=128)
+        self.proxy_port = self.listener.getsockname()[1]
+        self._closed = False
+        threading.Thread(target=self._accept_loop, daemon=True, name=f"proxy {key}").start()
+
+    # [START round-robin-endpoint]
+    def next_endpoint(self, client_ip: str) -> tuple[str, int] | None:
+        """The endpoint for a new connection: the client's last one while its
+        affinity lasts, else the next in turn."""
+        with self._lock:
+            if not self.endpoints:
+                return None
+            if self.affinity_seconds is not None:
+                last = self._affinity.get(client_ip)
+                if last and last[0] in self.endpoints and time.monotonic() - last[1] < self.affinity_seconds:
+                    self._affinity[client_ip] = (last[0], time.monotonic())
+                    return last[0]
+            chosen = self.endpoints[next(self._turn) % len(self.endpoints)]
+            if self.affinity_seconds is not None:
+                self._affinity[client_ip] = (chosen, time.monotonic())
+            return chosen
+    # [END round-robin-endpoint]
+
+    def set_endpoints(self, endpoints: list[tuple[str, int]]) -> None:
+        with self._lock:
+            self.endpoints = sorted(endpoints)
+
+    # [START accept-and-splice]
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                client, (client_ip, _) = self.listener.accept()
+            except OSError:
+                return                                 # closed: the Service went
+            threading.Thread(target=self._serve, args=(client, client_ip), daemon=True).start()
+
+    def _serve(self, client: socket.socket, client_ip: str) -> None:
+        """Connect the client to an endpoint and copy both ways. No endpoint
+        at all: close at once, so that the client fails fast, not hangs."""
+        for _ in range(max(1, len(self.endpoints))):   # an endpoint that refuses: try the next
+            endpoint = self.next_endpoint(client_ip)
+            if endpoint is None:
+                break
+            try:
+                upstream = socket.create_connection(endpoint, timeout=2)
+            except OSError as error:
+                self.log.warning("endpoint refused", obj=self.key, endpoint=f"{endpoint[0]}:{endpoint[1]}",
+                                 error=str(error))
+                continue
+            upstream.settimeout(None)
+            self.log.debug("connection", obj=self.key, client=client_ip, endpoint=f"{endpoint[0]}:{endpoint[1]}")
+            back = threading.Thread(target=copy, args=(upstream, client), daemon=True)
+            back.start()
+            copy(client, upstream)
+            back.join()                                # both ways done: only now close
+            upstream.close()
+            client.close()
+            return
+        self.log.info("no ready endpoint: connection closed", obj=self.key, client=client_ip)
+        client.close()
+    # [END accept-and-splice]
+
+    def close(self) -> None:
+        self._closed = True
+        self.listener.close()
+
+
+def copy(source: socket.socket, target: socket.socket) -> None:
+    """Bytes from source to target until source is done; then tell target
+    (half-close): the client that has sent its request still gets the
+    answer, and the answer's end reaches it."""
+    try:
+        while chunk := source.recv(COPY_CHUNK):
+            target.sendall(chunk)
+        target.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def ready_endpoints(endpoints: dict | None, port_name: str) -> list[tuple[str, int]]:
+    """The addresses and port of an Endpoints object's ready entries for one
+    Service port (matched by name, as Kubernetes does)."""
+    found = []
+    for subset in (endpoints or {}).get("subsets") or []:
+        ports = [p for p in subset.get("ports") or [] if (p.get("name") or "") == port_name]
+        for port in ports:
+            found += [(a["ip"], port["port"]) for a in subset.get("addresses") or [] if a.get("ip")]
+    return found
+
+
+class Proxy:
+    def __init__(self, client: APIClient, log):
+        self.log = log
+        self.services = Informer(client, "v1", "services")
+        self.endpoints = Informer(client, "v1", "endpoints")
+        for informer in (self.services, self.endpoints):
+            informer.add_handler(on_add=self._changed, on_update=lambda old, new: self._changed(new),
+                                 on_delete=self._changed)
+        self.ports: dict[str, ServicePort] = {}
+        self._lock = threading.Lock()
+        self._rules: list[str] | None = None
+
+    def _changed(self, _obj: dict) -> None:
+        if self.services.has_synced() and self.endpoints.has_synced():
+            self.sync()
+
+    # [START proxy-sync]
+    def sync(self) -> None:
+        """Make listeners and rules match the Services; give each its endpoints."""
+        with self._lock:
+            wanted = {}
+            for service in self.services.list():
+                meta, spec = service["metadata"], service.get("spec") or {}
+                ip = spec.get("clusterIP")
+                if not ip or ip == "None" or spec.get("type") == "ExternalName":
+                    continue
+                affinity = None
+                if spec.get("sessionAffinity") == "ClientIP":
+                    affinity = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get(
+                        "timeoutSeconds", 10800)
+                endpoints = self.endpoints.get(meta["namespace"], meta["name"])
+                for port in spec.get("ports") or []:
+                    if port.get("protocol", "TCP") != "TCP":
+                        continue                        # UDP: not in userspace mode here
+                    key = f"{meta['namespace']}/{meta['name']}:{port.get('name') or port['port']}"
+                    wanted[key] = (ip, port["port"], affinity, ready_endpoints(endpoints, port.get("name") or ""))
+            for key in set(self.ports) - set(wanted):
+                self.ports.pop(key).close()
+                self.log.info("service port removed", obj=key)
+            for key, (ip, port, affinity, endpoints) in wanted.items():
+                current = self.ports.get(key)
+                if current and (current.cluster_ip, current.port, current.affinity_seconds) != (ip, port, affinity):
+                    self.ports.pop(key).close()
+                    current = None
+                if current is None:
+                    current = self.ports[key] = ServicePort(key, ip, port, affinity, self.log)
+                    self.log.info("service port added", obj=key, clusterIP=f"{ip}:{port}",
+                                  proxyPort=current.proxy_port)
+                current.set_endpoints(endpoints)
+            self._write_rules()
+    # [END proxy-sync]
+
+    def _write_rules(self) -> None:
+        """All our rules in one iptables-restore: atomic, and only when they change."""
+        rules = [f"-A {chain} -d {p.cluster_ip}/32 -p tcp -m tcp --dport {p.port} -m comment --comment {key} "
+                 f"-j REDIRECT --to-ports {p.proxy_port}"
+                 for key, p in sorted(self.ports.items()) for chain in (CHAIN_PODS, CHAIN_NODE)]
+        if rules == self._rules:
+            return
+        table = "\n".join(["*nat", f":{CHAIN_PODS} - [0:0]", f":{CHAIN_NODE} - [0:0]", *rules, "COMMIT", ""])
+        restore = subprocess.run(["iptables-restore", "--noflush", "-w"], input=table, text=True,
+                                 capture_output=True)
+        if restore.returncode != 0:
+            self.log.error("iptables-restore failed", error=restore.stderr.strip())
+            return
+        for parent, chain in JUMPS:
+            if iptables("-C", parent, *jump_to(chain)).returncode != 0:
+                iptables("-I", parent, *jump_to(chain))
+        self._rules = rules
+
+    def run(self, stop: threading.Event, service_range: str) -> None:
+        # The node's own connections to a cluster IP are redirected in
+        # OUTPUT, which comes after the routing decision: a machine with
+        # no default route (ours) would fail them as unreachable first.
+        # Any route will do; lo keeps them on the machine.
+        routes = subprocess.run(["ip", "route", "show", service_range], capture_output=True, text=True).stdout
+        default = subprocess.run(["ip", "route", "show", "default"], capture_output=True, text=True).stdout
+        if not routes.strip() and not default.strip():
+            subprocess.run(["ip", "route", "add", service_range, "dev", "lo"], capture_output=True)
+        self.services.start()
+        self.endpoints.start()
+        while not (self.services.wait_for_sync(timeout=1) and self.endpoints.wait_for_sync(timeout=1)):
+            if stop.is_set():
+                return
+        self.sync()
+        self.log.info("proxying", services=len({k.split(":")[0] for k in self.ports}), ports=len(self.ports))
+        stop.wait()
+        for port in self.ports.values():
+            port.close()
+
+
+JUMPS = (("PREROUTING", CHAIN_PODS), ("OUTPUT", CHAIN_NODE))
+
+
+def jump_to(chain: str) -> list[str]:
+    return ["-m", "comment", "--comment", "groundup services", "-j", chain]
+
+
+def iptables(action: str, chain: str, *rule: str) -> subprocess.CompletedProcess:
+    """One iptables command on the nat table."""
+    return subprocess.run(["iptables", "-w", "-t", "nat", action, chain, *rule], capture_output=True, text=True)
+
+
+def cleanup() -> None:
+    """Remove every rule and chain this proxy made."""
+    for parent, chain in JUMPS:
+        while iptables("-D", parent, *jump_to(chain)).returncode == 0:
+            pass
+        iptables("-F", chain)
+        iptables("-X", chain)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="proxy.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--proxy-mode", choices=("userspace",), default="userspace",
+                        help="userspace: connections through this process (the only mode so far)")
+    parser.add_argument("--cleanup", action="store_true", help="remove every rule this proxy made, then exit")
+    parser.add_argument("--service-cluster-ip-range", default="10.96.0.0/12",
+                        help="the Services' addresses, as the API server's flag says (default %(default)s)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="a line per connection")
+    kubeconfig.add_flags(parser)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    log = get_logger("proxy", "DEBUG" if args.verbose else None)
+    if args.cleanup:
+        cleanup()
+        return 0
+    try:
+        client = APIClient(kubeconfig.from_args(args), user_agent="proxy")
+    except kubeconfig.KubeconfigError as error:
+        log.error("cannot use the kubeconfig", error=str(error))
+        return 2
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    # The rules stay when the proxy stops, pointing at ports nobody listens
+    # on: connections are refused until the next proxy writes its own.
+    Proxy(client, log).run(stop, args.service_cluster_ip_range)
+    log.info("proxy stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
