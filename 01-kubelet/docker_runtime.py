@@ -125,6 +125,7 @@ class DockerRuntime:
         # Docker's default bridge: every node's pods get 172.17.0.x, which is
         # fine on one machine. Chapter 05's pod network names its own.
         self.pod_network = "bridge"
+        self.pod_dns = lambda pod: None     # chapter 05's resolver settings (pod_dns.py); None: Docker's
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
         self._inspected: dict[tuple[str, str], ContainerInfo] = {}
@@ -283,8 +284,23 @@ class DockerRuntime:
         except docker.errors.APIError:
             self.remove(container["Id"])  # e.g. its host port is taken: try afresh later
             raise
+        self._write_resolv_conf(pod, container["Id"])
         return container["Id"]
     # [END pause-container]
+
+    def _write_resolv_conf(self, pod: dict, sandbox_id: str) -> None:
+        """Chapter 05's resolver settings, written over the resolv.conf
+        Docker made for the pause container (as Kubernetes' dockershim did):
+        the app containers, which join its network, share that file."""
+        dns = self.pod_dns(pod)
+        if dns is None:
+            return                    # Docker's default: the node's resolver
+        lines = [f"nameserver {server}" for server in dns.servers]
+        lines += [f"search {' '.join(dns.searches)}"] if dns.searches else []
+        lines += [f"options {' '.join(dns.options)}"] if dns.options else []
+        path = self.api.inspect_container(sandbox_id)["ResolvConfPath"]
+        with open(path, "w") as resolv_conf:
+            resolv_conf.write("\n".join(lines) + "\n")
 
     # [START app-container]
     def run_container(self, pod: dict, container: dict, sandbox_id: str, pod_ip: str,

@@ -419,6 +419,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--pod-cidr", default="", help="with kubenet and no API server: this node's pod range")
     parser.add_argument("--non-masquerade-cidr", default="10.0.0.0/8",
                         help="with kubenet: traffic to outside this range is masqueraded (Kubernetes' default)")
+    parser.add_argument("--cluster-dns", default="",
+                        help="cluster DNS servers for pods' resolv.conf, comma separated (chapter 05)")
+    parser.add_argument("--cluster-domain", default="cluster.local", help="the cluster's DNS domain")
     parser.add_argument("--node-status-update-frequency", type=seconds, default=10.0,
                         help="with an API server: how often the node's Ready heartbeat is renewed (default 10s)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -497,6 +500,10 @@ def main(argv: list[str] | None = None) -> int:
         from common.client import APIClient
         client = APIClient(kubeconfig.from_args(args), user_agent=f"kubelet/{args.node_name}")
         events = EventRecorder(client, "kubelet", host=args.node_name, log=log).start()
+    if args.cluster_dns:
+        from pod_dns import node_searches, pod_dns
+        servers, searches = [ip for ip in args.cluster_dns.split(",") if ip], node_searches()
+        runtime.pod_dns = lambda pod: pod_dns(pod, servers, args.cluster_domain, searches)
     network = None
     if args.network_plugin == "kubenet":
         if not (joins_cluster or args.pod_cidr):

@@ -117,8 +117,7 @@ def join_times(cluster: Cluster, runs: int) -> list[dict]:
         routed = time.monotonic() - given
         wait_for(lambda: ready(cluster.node("node3")), 60, what="node3 Ready")
         results.append({"routes everywhere s": routed, "podCIDR": cidr})
-        cluster.stop("kubelet-node3")
-        cluster.stop("routes-node3")
+        cluster.leave("node3")
         cluster.request("DELETE", "/api/v1/nodes/node3")
         wait_for(lambda: all(cidr not in cluster.routes(m) for m in others), 30, what="node3's routes gone")
         cluster.machines.run("node3", "sh", "-c", "docker rm -f $(docker ps -aq) 2>/dev/null; "

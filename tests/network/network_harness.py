@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PY = sys.executable
 CLUSTER_CIDR = "10.244.0.0/16"
+CLUSTER_DNS = "10.96.0.10"
 
 
 def require(condition: bool, reason: str) -> None:
@@ -90,13 +91,20 @@ class Cluster:
         self.start(f"kubelet-{node}", node, "01-kubelet/kubelet.py", "--apiserver", self.api,
                    "--authentication-token-file", str(self.kubelet_token),
                    "--network-plugin", "kubenet", "--non-masquerade-cidr", CLUSTER_CIDR,
+                   "--cluster-dns", CLUSTER_DNS,
                    "--sync-frequency", "0.5s", "--node-status-update-frequency", "1s")
         self.route_agent(node)
         self.start(f"proxy-{node}", node, "05-proxy-dns/proxy.py", "--apiserver", self.api, "-v")
+        # Cluster DNS on every node, at the kube-dns address itself (as
+        # NodeLocal DNSCache does): the node owns it on lo, so a pod's
+        # query goes no further than its own node.
+        self.machines.run(node, "ip", "addr", "replace", f"{CLUSTER_DNS}/32", "dev", "lo")
+        self.start(f"dns-{node}", node, "05-proxy-dns/cluster_dns.py", "--apiserver", self.api,
+                   "--address", CLUSTER_DNS)
 
     def leave(self, node: str) -> None:
         """Stop what join started (the machine's pods and rules stay)."""
-        for what in ("kubelet", "routes", "proxy"):
+        for what in ("kubelet", "routes", "proxy", "dns"):
             self.stop(f"{what}-{node}")
 
     def route_agent(self, machine: str) -> subprocess.Popen:

@@ -75,7 +75,8 @@ def test_300_requests_to_the_cluster_ip_spread_round_robin_over_three_pods(clust
 
 def test_a_node_reaches_the_cluster_ip_too(cluster, hello):
     probe = (f"import socket; s = socket.create_connection(('{hello['ip']}', 80), timeout=5); "
-             "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); print(s.recv(4096).decode().split()[-1])")
+             "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); "
+             "print(b''.join(iter(lambda: s.recv(4096), b'')).decode().split()[-1])")   # to the end: the body
     for node in ("node2", "node1"):
         answer = cluster.machines.run(node, "python3", "-c", probe, timeout=30).stdout.strip()
         assert answer in hello["servers"], answer
@@ -130,3 +131,15 @@ def test_the_proxy_logs_each_connection_with_its_endpoint(cluster, hello):
     log = cluster.log("proxy-node1")
     assert re.search(rf"default/{hello['app']}:80: connection client=10\.244\.\d+\.\d+ endpoint=10\.244\.", log), \
         log[-2000:]
+
+
+def test_a_pod_finds_a_service_by_its_short_name_through_cluster_dns(cluster, hello):
+    resolv = in_pod(cluster, "node1", hello["client"], "cat", "/etc/resolv.conf")
+    assert "nameserver 10.96.0.10" in resolv and "options ndots:5" in resolv, resolv
+    assert "search default.svc.cluster.local svc.cluster.local cluster.local" in resolv, resolv
+    looked_up = in_pod(cluster, "node1", hello["client"], "nslookup", f"{hello['app']}.default.svc.cluster.local")
+    assert hello["ip"] in looked_up, looked_up
+    # The short name, through the search list, and then the Service itself.
+    answer = in_pod(cluster, "node1", hello["client"], "sh", "-c",
+                    f'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 3 {hello["app"]} 80 | tail -1').strip()
+    assert answer in hello["servers"], answer
