@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -98,6 +98,9 @@ lesson-05: venv images ## run chapter 05's README as a lesson, on machines it ma
 
 bench-05: venv images ## (root) chapter 05 benchmark: pod-to-pod throughput and latency vs node-to-node, time for a joining node's routes
 	$(PY) 05-proxy-dns/benchmarks/bench_network.py $(ARGS)
+
+bench-05-dns: venv ## chapter 05 benchmark: cluster DNS queries/s vs a bare UDP echo in the same run (loopback, no root)
+	$(PY) 05-proxy-dns/benchmarks/bench_dns.py $(ARGS)
 
 machines: venv images ## (root) make master, node1, node2 from namespaces, a Docker engine on each node
 	@python3 05-proxy-dns/machines.py up

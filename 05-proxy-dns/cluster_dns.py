@@ -194,9 +194,10 @@ class TCPHandler(socketserver.StreamRequestHandler):
             self.wfile.write(len(reply).to_bytes(2, "big") + reply)
 
 
-class UDPServer(socketserver.ThreadingUDPServer):
+class UDPServer(socketserver.UDPServer):
+    """One datagram at a time: an answer is computed from memory and never
+    waits, so a thread per query would only add the cost of the thread."""
     allow_reuse_address = True
-    daemon_threads = True
 
 
 class TCPServer(socketserver.ThreadingTCPServer):
