@@ -11,6 +11,8 @@ as Kubernetes' first kube-proxy did (its "userspace" mode):
 2. an iptables rule sends connections for cluster IP:port there
    (nat PREROUTING for the pods' traffic, nat OUTPUT for the node's own):
        -d 10.96.43.7/32 -p tcp --dport 80 -j REDIRECT --to-ports 41234
+   and, for a NodePort Service, connections to its node port on any of
+   the node's own addresses (`-m addrtype --dst-type LOCAL`);
 3. for each connection, it picks one of the Service's ready endpoints,
    round robin (or the client's last one, with sessionAffinity
    ClientIP), connects to it, and copies bytes both ways until either
@@ -47,8 +49,9 @@ COPY_CHUNK = 64 * 1024
 class ServicePort:
     """One port of one Service: its listener, its endpoints, its turn."""
 
-    def __init__(self, key: str, cluster_ip: str, port: int, affinity_seconds: int | None, log):
-        self.key, self.cluster_ip, self.port, self.log = key, cluster_ip, port, log
+    def __init__(self, key: str, cluster_ip: str, port: int, node_port: int | None,
+                 affinity_seconds: int | None, log):
+        self.key, self.cluster_ip, self.port, self.node_port, self.log = key, cluster_ip, port, node_port, log
         self.affinity_seconds = affinity_seconds       # sessionAffinity ClientIP's timeout, or None
         self.endpoints: list[tuple[str, int]] = []
         self._turn = itertools.count()
@@ -76,6 +79,9 @@ class ServicePort:
                 self._affinity[client_ip] = (chosen, time.monotonic())
             return chosen
     # [END round-robin-endpoint]
+
+    def shape(self) -> tuple:
+        return self.cluster_ip, self.port, self.node_port, self.affinity_seconds
 
     def set_endpoints(self, endpoints: list[tuple[str, int]]) -> None:
         with self._lock:
@@ -179,28 +185,35 @@ class Proxy:
                     if port.get("protocol", "TCP") != "TCP":
                         continue                        # UDP: not in userspace mode here
                     key = f"{meta['namespace']}/{meta['name']}:{port.get('name') or port['port']}"
-                    wanted[key] = (ip, port["port"], affinity, ready_endpoints(endpoints, port.get("name") or ""))
+                    node_port = port.get("nodePort") if spec.get("type") in ("NodePort", "LoadBalancer") else None
+                    wanted[key] = ((ip, port["port"], node_port, affinity),
+                                   ready_endpoints(endpoints, port.get("name") or ""))
             for key in set(self.ports) - set(wanted):
                 self.ports.pop(key).close()
                 self.log.info("service port removed", obj=key)
-            for key, (ip, port, affinity, endpoints) in wanted.items():
+            for key, (shape, endpoints) in wanted.items():
                 current = self.ports.get(key)
-                if current and (current.cluster_ip, current.port, current.affinity_seconds) != (ip, port, affinity):
+                if current and current.shape() != shape:      # an address or port changed: start afresh
                     self.ports.pop(key).close()
                     current = None
                 if current is None:
-                    current = self.ports[key] = ServicePort(key, ip, port, affinity, self.log)
-                    self.log.info("service port added", obj=key, clusterIP=f"{ip}:{port}",
-                                  proxyPort=current.proxy_port)
+                    current = self.ports[key] = ServicePort(key, *shape, log=self.log)
+                    self.log.info("service port added", obj=key, clusterIP=f"{shape[0]}:{shape[1]}",
+                                  proxyPort=current.proxy_port, nodePort=shape[2])
                 current.set_endpoints(endpoints)
             self._write_rules()
     # [END proxy-sync]
 
     def _write_rules(self) -> None:
         """All our rules in one iptables-restore: atomic, and only when they change."""
-        rules = [f"-A {chain} -d {p.cluster_ip}/32 -p tcp -m tcp --dport {p.port} -m comment --comment {key} "
-                 f"-j REDIRECT --to-ports {p.proxy_port}"
-                 for key, p in sorted(self.ports.items()) for chain in (CHAIN_PODS, CHAIN_NODE)]
+        rules = []
+        for key, p in sorted(self.ports.items()):
+            for chain in (CHAIN_PODS, CHAIN_NODE):
+                rules.append(f"-A {chain} -d {p.cluster_ip}/32 -p tcp -m tcp --dport {p.port} "
+                             f"-m comment --comment {key} -j REDIRECT --to-ports {p.proxy_port}")
+                if p.node_port:    # NodePort: the same port on every address of this node
+                    rules.append(f"-A {chain} -p tcp -m tcp --dport {p.node_port} -m addrtype --dst-type LOCAL "
+                                 f"-m comment --comment {key} -j REDIRECT --to-ports {p.proxy_port}")
         if rules == self._rules:
             return
         table = "\n".join(["*nat", f":{CHAIN_PODS} - [0:0]", f":{CHAIN_NODE} - [0:0]", *rules, "COMMIT", ""])

@@ -143,3 +143,21 @@ def test_a_pod_finds_a_service_by_its_short_name_through_cluster_dns(cluster, he
     answer = in_pod(cluster, "node1", hello["client"], "sh", "-c",
                     f'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 3 {hello["app"]} 80 | tail -1').strip()
     assert answer in hello["servers"], answer
+
+
+def test_a_node_port_answers_on_every_nodes_address(cluster, hello):
+    name = f"{hello['app']}-np"
+    service = make_service(cluster, name, {"app": hello["app"]}, type="NodePort")
+    try:
+        node_port = service["spec"]["ports"][0]["nodePort"]
+        wait_for(lambda: all(f"--dport {node_port} " in cluster.machines.run(n, "iptables", "-t", "nat", "-S").stdout
+                             for n in ("node1", "node2")), 20, what="the node port's rules on both nodes")
+        probe = ("import socket, sys; s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5); "
+                 "s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); "
+                 "print(b''.join(iter(lambda: s.recv(4096), b'')).decode().split()[-1])")
+        for node in ("node1", "node2"):           # from master, which runs no proxy: the node's does the work
+            address = cluster.machines.address(node)
+            answer = cluster.machines.run("master", "python3", "-c", probe, address, str(node_port)).stdout.strip()
+            assert answer in hello["servers"], (node, answer)
+    finally:
+        cluster.request("DELETE", f"/api/v1/namespaces/default/services/{name}")
