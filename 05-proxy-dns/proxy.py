@@ -29,17 +29,20 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from urllib.parse import urlsplit
 
 from common import kubeconfig
 from common.client import APIClient
 from common.informer import Informer
 from common.log import get_logger
+import iptables_proxy
 
 CHAIN_PODS = "GROUNDUP-SERVICES-PODS"      # jumped to from PREROUTING: pods' connections
 CHAIN_NODE = "GROUNDUP-SERVICES-NODE"      # jumped to from OUTPUT: the node's own
@@ -151,8 +154,8 @@ def ready_endpoints(endpoints: dict | None, port_name: str) -> list[tuple[str, i
 
 
 class Proxy:
-    def __init__(self, client: APIClient, log):
-        self.log = log
+    def __init__(self, client: APIClient, log, mode: str = "userspace"):
+        self.log, self.mode = log, mode
         self.services = Informer(client, "v1", "services")
         self.endpoints = Informer(client, "v1", "endpoints")
         for informer in (self.services, self.endpoints):
@@ -166,43 +169,70 @@ class Proxy:
         if self.services.has_synced() and self.endpoints.has_synced():
             self.sync()
 
-    # [START proxy-sync]
     def sync(self) -> None:
-        """Make listeners and rules match the Services; give each its endpoints."""
         with self._lock:
-            wanted = {}
-            for service in self.services.list():
-                meta, spec = service["metadata"], service.get("spec") or {}
-                ip = spec.get("clusterIP")
-                if not ip or ip == "None" or spec.get("type") == "ExternalName":
-                    continue
-                affinity = None
-                if spec.get("sessionAffinity") == "ClientIP":
-                    affinity = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get(
-                        "timeoutSeconds", 10800)
-                endpoints = self.endpoints.get(meta["namespace"], meta["name"])
-                for port in spec.get("ports") or []:
-                    if port.get("protocol", "TCP") != "TCP":
-                        continue                        # UDP: not in userspace mode here
-                    key = f"{meta['namespace']}/{meta['name']}:{port.get('name') or port['port']}"
-                    node_port = port.get("nodePort") if spec.get("type") in ("NodePort", "LoadBalancer") else None
-                    wanted[key] = ((ip, port["port"], node_port, affinity),
-                                   ready_endpoints(endpoints, port.get("name") or ""))
-            for key in set(self.ports) - set(wanted):
+            wanted = self.wanted()
+            if self.mode == "iptables":
+                self._sync_iptables(wanted)
+            else:
+                self._sync_userspace(wanted)
+
+    def wanted(self) -> dict[str, tuple[tuple, list[tuple[str, int]]]]:
+        """{"namespace/name:port": ((cluster IP, port, node port, affinity), ready endpoints)}."""
+        wanted = {}
+        for service in self.services.list():
+            meta, spec = service["metadata"], service.get("spec") or {}
+            ip = spec.get("clusterIP")
+            if not ip or ip == "None" or spec.get("type") == "ExternalName":
+                continue
+            affinity = None
+            if spec.get("sessionAffinity") == "ClientIP":
+                affinity = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get(
+                    "timeoutSeconds", 10800)
+            endpoints = self.endpoints.get(meta["namespace"], meta["name"])
+            for port in spec.get("ports") or []:
+                if port.get("protocol", "TCP") != "TCP":
+                    continue                        # UDP: not proxied here
+                key = f"{meta['namespace']}/{meta['name']}:{port.get('name') or port['port']}"
+                node_port = port.get("nodePort") if spec.get("type") in ("NodePort", "LoadBalancer") else None
+                wanted[key] = ((ip, port["port"], node_port, affinity),
+                               ready_endpoints(endpoints, port.get("name") or ""))
+        return wanted
+
+    # [START proxy-sync]
+    def _sync_userspace(self, wanted: dict) -> None:
+        """Make listeners and rules match the Services; give each its endpoints."""
+        for key in set(self.ports) - set(wanted):
+            self.ports.pop(key).close()
+            self.log.info("service port removed", obj=key)
+        for key, (shape, endpoints) in wanted.items():
+            current = self.ports.get(key)
+            if current and current.shape() != shape:      # an address or port changed: start afresh
                 self.ports.pop(key).close()
-                self.log.info("service port removed", obj=key)
-            for key, (shape, endpoints) in wanted.items():
-                current = self.ports.get(key)
-                if current and current.shape() != shape:      # an address or port changed: start afresh
-                    self.ports.pop(key).close()
-                    current = None
-                if current is None:
-                    current = self.ports[key] = ServicePort(key, *shape, log=self.log)
-                    self.log.info("service port added", obj=key, clusterIP=f"{shape[0]}:{shape[1]}",
-                                  proxyPort=current.proxy_port, nodePort=shape[2])
-                current.set_endpoints(endpoints)
-            self._write_rules()
+                current = None
+            if current is None:
+                current = self.ports[key] = ServicePort(key, *shape, log=self.log)
+                self.log.info("service port added", obj=key, clusterIP=f"{shape[0]}:{shape[1]}",
+                              proxyPort=current.proxy_port, nodePort=shape[2])
+            current.set_endpoints(endpoints)
+        self._write_rules()
     # [END proxy-sync]
+
+    def _sync_iptables(self, wanted: dict) -> None:
+        """Rules alone: iptables_proxy.py writes them, when they change."""
+        nat, filter_ = iptables_proxy.rules_for({key: (shape[0], shape[1], shape[2], endpoints)
+                                                 for key, (shape, endpoints) in wanted.items()})
+        if (nat, filter_) == self._rules:
+            return
+        stale = [c for c in iptables_proxy.our_chains() if f":{c} - [0:0]" not in nat]
+        done = iptables_proxy.restore(nat, filter_, stale)
+        if done.returncode != 0:
+            self.log.error("iptables-restore failed", error=done.stderr.strip())
+            return
+        iptables_proxy.ensure_jumps()
+        self._rules = (nat, filter_)
+        self.log.info("rules written", services=len(wanted),
+                      endpoints=sum(len(endpoints) for _, endpoints in wanted.values()))
 
     def _write_rules(self) -> None:
         """All our rules in one iptables-restore: atomic, and only when they change."""
@@ -227,22 +257,17 @@ class Proxy:
                 iptables("-I", parent, *jump_to(chain))
         self._rules = rules
 
-    def run(self, stop: threading.Event, service_range: str) -> None:
-        # The node's own connections to a cluster IP are redirected in
-        # OUTPUT, which comes after the routing decision: a machine with
-        # no default route (ours) would fail them as unreachable first.
-        # Any route will do; lo keeps them on the machine.
-        routes = subprocess.run(["ip", "route", "show", service_range], capture_output=True, text=True).stdout
-        default = subprocess.run(["ip", "route", "show", "default"], capture_output=True, text=True).stdout
-        if not routes.strip() and not default.strip():
-            subprocess.run(["ip", "route", "add", service_range, "dev", "lo"], capture_output=True)
+    def run(self, stop: threading.Event, service_range: str, toward: str) -> None:
+        route_service_range(service_range, toward)
+        # The other mode's rules go: a node runs one proxy, in one mode (as kube-proxy does at start).
+        iptables_proxy.cleanup() if self.mode == "userspace" else cleanup()
         self.services.start()
         self.endpoints.start()
         while not (self.services.wait_for_sync(timeout=1) and self.endpoints.wait_for_sync(timeout=1)):
             if stop.is_set():
                 return
         self.sync()
-        self.log.info("proxying", services=len({k.split(":")[0] for k in self.ports}), ports=len(self.ports))
+        self.log.info("proxying", mode=self.mode)
         stop.wait()
         for port in self.ports.values():
             port.close()
@@ -260,6 +285,29 @@ def iptables(action: str, chain: str, *rule: str) -> subprocess.CompletedProcess
     return subprocess.run(["iptables", "-w", "-t", "nat", action, chain, *rule], capture_output=True, text=True)
 
 
+def route_service_range(service_range: str, toward: str) -> None:
+    """The node's own connections to a cluster IP are rewritten in OUTPUT,
+    which comes after the routing decision: on a machine with no default
+    route (ours) they would fail as unreachable before any rule saw them.
+    A route for the Service range out of the interface that leads to the
+    API server (`toward`), with that interface's address as the source,
+    gets them to the rules; nothing is ever sent to 10.96.x.x itself."""
+    shown = subprocess.run(["ip", "route", "show", service_range], capture_output=True, text=True).stdout
+    default = subprocess.run(["ip", "route", "show", "default"], capture_output=True, text=True).stdout
+    if shown.strip() or default.strip():
+        return
+    host = urlsplit(toward).hostname or ""
+    try:
+        host = socket.gethostbyname(host)
+    except OSError:
+        return
+    found = subprocess.run(["ip", "-json", "route", "get", host], capture_output=True, text=True).stdout
+    route = (json.loads(found or "[{}]") or [{}])[0]
+    if route.get("dev") and route.get("prefsrc"):
+        subprocess.run(["ip", "route", "add", service_range, "dev", route["dev"], "src", route["prefsrc"]],
+                       capture_output=True)
+
+
 def cleanup() -> None:
     """Remove every rule and chain this proxy made."""
     for parent, chain in JUMPS:
@@ -271,8 +319,8 @@ def cleanup() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="proxy.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--proxy-mode", choices=("userspace",), default="userspace",
-                        help="userspace: connections through this process (the only mode so far)")
+    parser.add_argument("--proxy-mode", choices=("userspace", "iptables"), default="userspace",
+                        help="userspace: connections through this process; iptables: rules alone")
     parser.add_argument("--cleanup", action="store_true", help="remove every rule this proxy made, then exit")
     parser.add_argument("--service-cluster-ip-range", default="10.96.0.0/12",
                         help="the Services' addresses, as the API server's flag says (default %(default)s)")
@@ -282,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     log = get_logger("proxy", "DEBUG" if args.verbose else None)
     if args.cleanup:
         cleanup()
+        iptables_proxy.cleanup()
         return 0
     try:
         client = APIClient(kubeconfig.from_args(args), user_agent="proxy")
@@ -293,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, lambda *_: stop.set())
     # The rules stay when the proxy stops, pointing at ports nobody listens
     # on: connections are refused until the next proxy writes its own.
-    Proxy(client, log).run(stop, args.service_cluster_ip_range)
+    Proxy(client, log, args.proxy_mode).run(stop, args.service_cluster_ip_range, client.connection.server)
     log.info("proxy stopped")
     return 0
 

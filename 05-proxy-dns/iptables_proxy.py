@@ -1,0 +1,107 @@
+"""The service proxy, iptables mode: rules alone, no process in the data path (chapter 05).
+
+    python 05-proxy-dns/proxy.py --proxy-mode iptables --kubeconfig node1.kubeconfig
+
+The userspace proxy copies every byte through itself. Kubernetes' second
+kube-proxy (the default from 1.2 until nftables) only writes rules, and
+the kernel rewrites each connection's destination as its first packet
+passes; connection tracking then rewrites the rest of the connection, both
+ways, with no process involved. The rules, as kube-proxy names them:
+
+    nat PREROUTING, OUTPUT  -j GROUNDUP-SERVICES           (KUBE-SERVICES)
+    GROUNDUP-SERVICES   -d 10.96.43.7/32 -p tcp --dport 80 -j GROUNDUP-SVC-<hash>
+    GROUNDUP-SVC-<hash> -m statistic --mode random --probability 0.33333 -j GROUNDUP-SEP-<hash>
+                        -m statistic --mode random --probability 0.50000 -j GROUNDUP-SEP-<hash>
+                                                                   -j GROUNDUP-SEP-<hash>
+    GROUNDUP-SEP-<hash> -p tcp -j DNAT --to-destination 10.244.1.7:80
+
+One chain per Service port, one per endpoint; the endpoints are chosen at
+random, each with the probability that makes them equal (1/3, then 1/2
+of the rest, then all of what is left). A Service without endpoints gets
+a REJECT in the filter table, so that its clients fail at once. The whole
+set is written with one iptables-restore, and only when it changed; a
+restarted proxy rewrites the same rules, and connections already open
+never notice (their translation lives in conntrack, not in the rules).
+Left out here: session affinity (kube-proxy uses the `recent` match), and
+masquerading a pod's connection to itself through its own Service (hairpin).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+
+CHAIN = "GROUNDUP-SERVICES"
+FILTER_CHAIN = "GROUNDUP-SERVICES-REJECT"
+JUMPS = (("nat", "PREROUTING", CHAIN), ("nat", "OUTPUT", CHAIN),
+         ("filter", "INPUT", FILTER_CHAIN), ("filter", "FORWARD", FILTER_CHAIN), ("filter", "OUTPUT", FILTER_CHAIN))
+
+
+def chain_name(prefix: str, *parts: str) -> str:
+    """A short, stable chain name (iptables allows 28 characters), as
+    kube-proxy makes KUBE-SVC-<16 characters of a hash>."""
+    digest = hashlib.sha256("/".join(parts).encode()).digest()
+    return f"GROUNDUP-{prefix}-" + base64.b32encode(digest).decode()[:12]
+
+
+# [START iptables-rules]
+def rules_for(ports: dict) -> tuple[list[str], list[str]]:
+    """(nat lines, filter lines) for {key: (cluster_ip, port, node_port, endpoints)}."""
+    nat = [f":{CHAIN} - [0:0]"]
+    chains, rules, rejects = [], [], []
+    for key, (ip, port, node_port, endpoints) in sorted(ports.items()):
+        matches = [f"-d {ip}/32 -p tcp -m tcp --dport {port}"]
+        if node_port:
+            matches.append(f"-p tcp -m tcp --dport {node_port} -m addrtype --dst-type LOCAL")
+        if not endpoints:
+            rejects += [f"-A {FILTER_CHAIN} {m} -m comment --comment \"{key} has no endpoints\" "
+                        f"-j REJECT --reject-with icmp-port-unreachable" for m in matches]
+            continue
+        service_chain = chain_name("SVC", key)
+        chains.append(f":{service_chain} - [0:0]")
+        rules += [f"-A {CHAIN} {m} -m comment --comment {key} -j {service_chain}" for m in matches]
+        for i, (endpoint_ip, endpoint_port) in enumerate(endpoints):
+            endpoint_chain = chain_name("SEP", key, f"{endpoint_ip}:{endpoint_port}")
+            chains.append(f":{endpoint_chain} - [0:0]")
+            left = len(endpoints) - i                 # this one, and those after it
+            pick = f"-m statistic --mode random --probability {1 / left:.5f} " if left > 1 else ""
+            rules.append(f"-A {service_chain} -m comment --comment {key} {pick}-j {endpoint_chain}")
+            rules.append(f"-A {endpoint_chain} -p tcp -m comment --comment {key} "
+                         f"-j DNAT --to-destination {endpoint_ip}:{endpoint_port}")
+    return nat + chains + rules, [f":{FILTER_CHAIN} - [0:0]"] + rejects
+# [END iptables-rules]
+
+
+def restore(nat: list[str], filter_: list[str], stale_chains: list[str]) -> subprocess.CompletedProcess:
+    """Write both tables at once. --noflush leaves everyone else's rules;
+    each chain we declare is flushed and refilled; chains of Services that
+    went are flushed, then deleted."""
+    lines = ["*nat", *nat, *[f":{c} - [0:0]" for c in stale_chains], *[f"-X {c}" for c in stale_chains],
+             "COMMIT", "*filter", *filter_, "COMMIT", ""]
+    return subprocess.run(["iptables-restore", "--noflush", "-w"], input="\n".join(lines), text=True,
+                          capture_output=True)
+
+
+def our_chains() -> list[str]:
+    """The per-Service and per-endpoint chains now in the nat table."""
+    listed = subprocess.run(["iptables", "-w", "-t", "nat", "-S"], capture_output=True, text=True).stdout
+    return sorted({line.split()[1] for line in listed.splitlines()
+                   if line.startswith("-N GROUNDUP-SVC-") or line.startswith("-N GROUNDUP-SEP-")})
+
+
+def ensure_jumps() -> None:
+    for table, parent, chain in JUMPS:
+        rule = ["-m", "comment", "--comment", "groundup services", "-j", chain]
+        if subprocess.run(["iptables", "-w", "-t", table, "-C", parent, *rule], capture_output=True).returncode:
+            subprocess.run(["iptables", "-w", "-t", table, "-I", parent, *rule], capture_output=True, check=True)
+
+
+def cleanup() -> None:
+    for table, parent, chain in JUMPS:
+        rule = ["-m", "comment", "--comment", "groundup services", "-j", chain]
+        while subprocess.run(["iptables", "-w", "-t", table, "-D", parent, *rule], capture_output=True).returncode == 0:
+            pass
+    for table, chain in (("nat", CHAIN), ("filter", FILTER_CHAIN), *(("nat", c) for c in our_chains())):
+        subprocess.run(["iptables", "-w", "-t", table, "-F", chain], capture_output=True)
+    for table, chain in (("nat", CHAIN), ("filter", FILTER_CHAIN), *(("nat", c) for c in our_chains())):
+        subprocess.run(["iptables", "-w", "-t", table, "-X", chain], capture_output=True)

@@ -1,0 +1,123 @@
+"""The service proxy in iptables mode (05-proxy-dns/iptables_proxy.py), on three machines.
+
+node1's and node2's proxies are restarted in iptables mode for this
+module (and back to userspace after it). The kernel does the work: a
+cluster IP answers from a pod and from a node, choices are random with
+equal chances, a Service without endpoints is rejected at once, an open
+connection survives a restart of the proxy, and --cleanup removes every
+chain."""
+from __future__ import annotations
+
+import collections
+import re
+import subprocess
+import uuid
+
+import pytest
+
+from network_harness import PY, ROOT, in_pod, run_pod
+from polling import wait_for
+
+SERVER = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 80 -h /www"
+ECHO = "while true; do nc -l -p 9000 -e cat; done"
+
+
+def nat_rules(cluster, node: str) -> str:
+    return cluster.machines.run(node, "iptables", "-t", "nat", "-S").stdout
+
+
+def restart_proxies(cluster, mode: str) -> None:
+    for node in ("node1", "node2"):
+        cluster.stop(f"proxy-{node}")
+        cluster.start(f"proxy-{node}", node, "05-proxy-dns/proxy.py", "--apiserver", cluster.api,
+                      "--proxy-mode", mode, "-v")
+
+
+@pytest.fixture(scope="module")
+def kernel_proxy(cluster):
+    app = f"iptables-{uuid.uuid4().hex[:6]}"
+    servers = [f"{app}-{i}" for i in range(3)]
+    for name, node in zip(servers, ("node1", "node2", "node2")):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+               "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [
+                   {"name": "app", "image": "busybox:1.35", "command": ["sh", "-c", SERVER],
+                    "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 1}},
+                   {"name": "echo", "image": "busybox:1.35", "command": ["sh", "-c", ECHO]}]}}
+        assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod).status_code == 201
+    client = f"client-{app}"
+    run_pod(cluster, client, "node1", "exec sleep 3600")
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": app},
+               "spec": {"selector": {"app": app}, "ports": [{"name": "http", "port": 80},
+                                                            {"name": "echo", "port": 9000}]}}
+    ip = cluster.request("POST", "/api/v1/namespaces/default/services", service).json()["spec"]["clusterIP"]
+    restart_proxies(cluster, "iptables")
+    wait_for(lambda: all(re.search(rf"-A GROUNDUP-SERVICES -d {re.escape(ip)}/32 .*--dport 80 ", nat_rules(cluster, n))
+                         and nat_rules(cluster, n).count("-j DNAT") >= 6 for n in ("node1", "node2")), 60,
+             what="the Service's chains, with its six endpoint chains, on both nodes")
+    yield {"app": app, "ip": ip, "servers": servers, "client": client}
+    restart_proxies(cluster, "userspace")
+    for name in servers + [client]:
+        cluster.request("DELETE", f"/api/v1/namespaces/default/pods/{name}")
+    cluster.request("DELETE", f"/api/v1/namespaces/default/services/{app}")
+
+
+def test_the_kernel_spreads_connections_at_random_over_every_endpoint(cluster, kernel_proxy):
+    loop = (f'for i in $(seq 300); do printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 3 {kernel_proxy["ip"]} 80 '
+            '| tail -1; done')
+    counts = collections.Counter(in_pod(cluster, "node1", kernel_proxy["client"], "sh", "-c", loop).split())
+    assert sum(counts.values()) == 300 and set(counts) == set(kernel_proxy["servers"]), counts
+    # Random, equal chances (1/3 each): 100 ± 3 standard deviations (8.2) and then some.
+    assert all(60 <= n <= 140 for n in counts.values()), counts
+    # No process in the path: the proxy's own log has no connection in it.
+    assert "connection client=" not in cluster.log("proxy-node1").split("proxying mode=iptables")[-1]
+
+
+def test_an_open_connection_survives_a_restart_of_the_proxy(cluster, kernel_proxy):
+    # From node1 itself (OUTPUT), one connection to the echo port: a
+    # message before the restart, one after, on the same connection.
+    script = ("import socket, sys, subprocess; s = socket.create_connection((sys.argv[1], 9000), timeout=10); "
+              "s.sendall(b'before\\n'); print(s.recv(100).decode().strip()); sys.stdout.flush(); "
+              "sys.stdin.readline(); s.sendall(b'after\\n'); print(s.recv(100).decode().strip())")
+    talker = cluster.machines.popen("node1", ["python3", "-u", "-c", script, kernel_proxy["ip"]],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    text=True)
+    try:
+        assert talker.stdout.readline().strip() == "before"
+        cluster.stop("proxy-node1")
+        cluster.start("proxy-node1", "node1", "05-proxy-dns/proxy.py", "--apiserver", cluster.api,
+                      "--proxy-mode", "iptables", "-v")
+        wait_for(lambda: "rules written" in cluster.log("proxy-node1").split("proxying mode=iptables")[-1]
+                 or cluster.log("proxy-node1").count("proxying mode=iptables") >= 2, 30,
+                 what="the restarted proxy at work")
+        talker.stdin.write("\n")
+        talker.stdin.flush()
+        assert talker.stdout.readline().strip() == "after"
+    finally:
+        talker.kill()
+
+
+def test_a_service_without_endpoints_is_rejected_at_once(cluster, kernel_proxy):
+    name = f"{kernel_proxy['app']}-empty"
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"selector": {"app": "nobody"}, "ports": [{"port": 80}]}}
+    ip = cluster.request("POST", "/api/v1/namespaces/default/services", service).json()["spec"]["clusterIP"]
+    try:
+        wait_for(lambda: f"{ip}/32" in cluster.machines.run("node1", "iptables", "-S").stdout, 30,
+                 what="the REJECT rule in node1's filter table")
+        probe = (f"import socket; socket.create_connection(('{ip}', 80), timeout=20)")
+        done = cluster.machines.run("node1", "python3", "-c", probe, check=False)
+        assert "ConnectionRefusedError" in done.stderr, done.stderr      # refused, not timed out
+    finally:
+        cluster.request("DELETE", f"/api/v1/namespaces/default/services/{name}")
+
+
+def test_cleanup_removes_every_chain(cluster, kernel_proxy):
+    cluster.stop("proxy-node2")
+    try:
+        assert "GROUNDUP-SVC-" in nat_rules(cluster, "node2")
+        cluster.machines.run("node2", PY, str(ROOT / "05-proxy-dns" / "proxy.py"), "--cleanup")
+        rules = nat_rules(cluster, "node2") + cluster.machines.run("node2", "iptables", "-S").stdout
+        assert "GROUNDUP-SERVICES" not in rules and "GROUNDUP-SVC" not in rules and "GROUNDUP-SEP" not in rules
+    finally:
+        cluster.start("proxy-node2", "node2", "05-proxy-dns/proxy.py", "--apiserver", cluster.api,
+                      "--proxy-mode", "iptables", "-v")
