@@ -135,7 +135,7 @@ def start_cluster(workdir: Path) -> Cluster:
                   "--kubelet-client-token-file", str(cluster.kubelet_token))
     wait_for(lambda: requests.get(cluster.api + "/healthz", timeout=2).ok, 30, what="the API server")
     cluster.start("controller-manager", "master", "04-controllers/controller_manager.py", "--apiserver",
-                  cluster.api, "--controllers", "nodeipam", "--cluster-cidr", CLUSTER_CIDR)
+                  cluster.api, "--controllers", "nodeipam,endpoints", "--cluster-cidr", CLUSTER_CIDR)
     cluster.route_agent("master")
     for node in ("node1", "node2"):
         cluster.join(node)
@@ -143,8 +143,32 @@ def start_cluster(workdir: Path) -> Cluster:
     return cluster
 
 
+def make_bench_service(cluster: Cluster) -> str:
+    """A Service for the pod on node2, on the benchmark's two ports; its cluster IP."""
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "bench"},
+               "spec": {"selector": {"bench": "node2"}, "ports": [{"name": "stream", "port": 5201},
+                                                                   {"name": "echo", "port": 5202}]}}
+    ip = cluster.request("POST", "/api/v1/namespaces/default/services", service).json()["spec"]["clusterIP"]
+    wait_for(lambda: cluster.get("/api/v1/namespaces/default/endpoints/bench").get("subsets"), 30,
+             what="the bench Service's endpoints")
+    return ip
+
+
+def use_proxy_mode(cluster: Cluster, mode: str, service_ip: str) -> None:
+    """Restart both proxies in that mode, and wait until each says it works
+    (its log is appended to across restarts: count the lines)."""
+    for node in ("node1", "node2"):
+        before = cluster.log(f"proxy-{node}").count(f"proxying mode={mode}")
+        cluster.stop(f"proxy-{node}")
+        cluster.start(f"proxy-{node}", node, "05-proxy-dns/proxy.py", "--apiserver", cluster.api, "--proxy-mode", mode)
+        wait_for(lambda: cluster.log(f"proxy-{node}").count(f"proxying mode={mode}") > before, 30,
+                 what=f"the {mode} proxy on {node}")
+    rules = cluster.machines.run("node1", "iptables", "-t", "nat", "-S").stdout
+    assert f"-d {service_ip}/32" in rules, rules
+
+
 def run_pod(cluster: Cluster, name: str, node: str) -> dict:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"bench": node}},
            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox:1.35",
                                                       "command": ["sleep", "3600"]}]}}
     cluster.request("POST", "/api/v1/namespaces/default/pods", pod)
@@ -168,14 +192,21 @@ def main() -> int:
     try:
         cluster = start_cluster(workdir)
         pods = {node: run_pod(cluster, f"bench-{node}", node) for node in ("node1", "node2")}
+        client_pod = ("node1", netns_of_pod(cluster, "node1", "bench-node1"))
+        server_pod = ("node2", netns_of_pod(cluster, "node2", "bench-node2"))
         paths = {
             "node1 → node2 (floor)": (("node1", []), ("node2", []), cluster.machines.address("node2")),
-            "pod on node1 → pod on node2": (("node1", netns_of_pod(cluster, "node1", "bench-node1")),
-                                            ("node2", netns_of_pod(cluster, "node2", "bench-node2")),
-                                            pods["node2"]["status"]["podIP"]),
+            "pod on node1 → pod on node2": (client_pod, server_pod, pods["node2"]["status"]["podIP"]),
         }
         rows = {name: [measure(cluster, client, server, address, program, args.megabytes, args.round_trips)
                        for _ in range(args.runs)] for name, (client, server, address) in paths.items()}
+        # The same pods through a Service: its cluster IP, in each proxy mode.
+        service_ip = make_bench_service(cluster)
+        for mode in ("userspace", "iptables"):
+            use_proxy_mode(cluster, mode, service_ip)
+            rows[f"pod → cluster IP → pod ({mode})"] = [
+                measure(cluster, client_pod, server_pod, service_ip, program, args.megabytes, args.round_trips)
+                for _ in range(args.runs)]
         joins = join_times(cluster, args.runs)
     finally:
         if cluster is not None:
@@ -196,6 +227,11 @@ def main() -> int:
     ratio = pods_row["MB/s"] / floor["MB/s"]
     print(f"\npod-to-pod throughput / node-to-node: {ratio:.2f} (target ≥ 0.90: {'met' if ratio >= 0.9 else 'NOT met'})")
     print(f"pod-to-pod latency / node-to-node: {pods_row['median µs'] / floor['median µs']:.2f}")
+    for mode in ("userspace", "iptables"):
+        row = medians[f"pod → cluster IP → pod ({mode})"]
+        print(f"{mode} Service vs pod-to-pod direct: throughput {row['MB/s'] / pods_row['MB/s']:.2f}, "
+              f"latency {row['median µs'] / pods_row['median µs']:.2f}x"
+              + (" (target ≤ 1.10x)" if mode == "iptables" else ""))
     print("\n| join | podCIDR | routes on every other machine after |\n|---|---|---|")
     for i, join in enumerate(joins, 1):
         print(f"| {i} | {join['podCIDR']} | {join['routes everywhere s'] * 1000:.0f} ms |")
