@@ -72,6 +72,24 @@ PROGRAM = textwrap.dedent("""
         print(json.dumps({"median": times[len(times) // 2], "p99": times[int(len(times) * 0.99)]}))
 """)
 PAUSE_FILTER = "label=io.kubernetes.container.name=POD"
+# Run on a node: the iptables mode's full write for N made-up Services of
+# three endpoints each, timed as the proxy does it (one iptables-restore),
+# then the chains removed again.
+FULL_SYNC = textwrap.dedent("""
+    import json, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import iptables_proxy
+    times = {}
+    for count in (1, 100, 1000):
+        ports = {f"bench/svc-{i}:80": (f"10.100.{i // 250}.{i % 250 + 1}", 80, None,
+                                       [(f"10.244.9.{j + 2}", 8080) for j in range(3)]) for i in range(count)}
+        nat, filter_ = iptables_proxy.rules_for(ports)
+        start = time.perf_counter()
+        done = iptables_proxy.restore(nat, filter_, [])
+        times[count] = (time.perf_counter() - start, done.returncode, len(nat) + len(filter_))
+        iptables_proxy.cleanup()
+    print(json.dumps(times))
+""")
 
 
 def netns_of_pod(cluster: Cluster, node: str, pod: str) -> list[str]:
@@ -143,6 +161,21 @@ def start_cluster(workdir: Path) -> Cluster:
     return cluster
 
 
+def programming_latency(cluster: Cluster, count: int) -> list[float]:
+    """Seconds from each Service's create to its rule on both nodes (iptables
+    mode, which the proxies are in by now), one Service at a time."""
+    seconds = []
+    for i in range(count):
+        service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"prog-{i}"},
+                   "spec": {"selector": {"bench": "node2"}, "ports": [{"port": 7000 + i}]}}
+        started = time.monotonic()
+        ip = cluster.request("POST", "/api/v1/namespaces/default/services", service).json()["spec"]["clusterIP"]
+        wait_for(lambda: all(f"-d {ip}/32" in cluster.machines.run(n, "iptables", "-t", "nat", "-S").stdout
+                             for n in ("node1", "node2")), 30, interval=0.01, what=f"prog-{i}'s rules")
+        seconds.append(time.monotonic() - started)
+    return sorted(seconds)
+
+
 def make_bench_service(cluster: Cluster) -> str:
     """A Service for the pod on node2, on the benchmark's two ports; its cluster IP."""
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "bench"},
@@ -208,6 +241,9 @@ def main() -> int:
                 measure(cluster, client_pod, server_pod, service_ip, program, args.megabytes, args.round_trips)
                 for _ in range(args.runs)]
         joins = join_times(cluster, args.runs)
+        programming = programming_latency(cluster, 100)
+        full_sync = json.loads(cluster.machines.run("node1", sys.executable, "-c", FULL_SYNC,
+                                                    str(ROOT / "05-proxy-dns"), timeout=300).stdout)
     finally:
         if cluster is not None:
             for key in list(cluster.processes):
@@ -232,6 +268,12 @@ def main() -> int:
         print(f"{mode} Service vs pod-to-pod direct: throughput {row['MB/s'] / pods_row['MB/s']:.2f}, "
               f"latency {row['median µs'] / pods_row['median µs']:.2f}x"
               + (" (target ≤ 1.10x)" if mode == "iptables" else ""))
+    p50, p99 = programming[len(programming) // 2], programming[int(len(programming) * 0.99)]
+    print(f"\nService programming, create to rules on both nodes (iptables mode, {len(programming)} Services): "
+          f"p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms (target p99 ≤ 1 s: {'met' if p99 <= 1 else 'NOT met'})")
+    print("\n| Services (3 endpoints each) | rule lines | one iptables-restore |\n|---|---|---|")
+    for count, (elapsed, code, lines) in full_sync.items():
+        print(f"| {count} | {lines} | {elapsed * 1000:.0f} ms{'' if code == 0 else ' (FAILED)'} |")
     print("\n| join | podCIDR | routes on every other machine after |\n|---|---|---|")
     for i, join in enumerate(joins, 1):
         print(f"| {i} | {join['podCIDR']} | {join['routes everywhere s'] * 1000:.0f} ms |")
