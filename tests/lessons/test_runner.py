@@ -143,6 +143,35 @@ bye
     assert failure is None
 
 
+def test_interrupt_on_a_machine_stops_that_machines_latest_terminal_and_leaves_the_later_one(tmp_path):
+    server = ("python3 -c \"import signal, sys, time; signal.signal(signal.SIGINT, lambda *a: (print('bye {name}', "
+              "flush=True), sys.exit(0))); print('up {name}', flush=True); time.sleep(60)\"")
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: background -->
+```console
+node1$ {server.format(name='one')}
+up one
+```
+
+<!-- lesson: background -->
+```console
+node2$ {server.format(name='two')}
+up two
+```
+
+<!-- lesson: interrupt on node1 -->
+```console
+bye one
+```
+
+<!-- lesson: interrupt -->
+```console
+bye two
+```
+""")
+    assert failure is None, failure
+
+
 def test_everything_is_stopped_after_a_failure(tmp_path):
     pid_file = tmp_path / "pid"
     session, failure = run_lesson(tmp_path, f"""\
