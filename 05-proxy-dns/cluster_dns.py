@@ -53,6 +53,7 @@ from common.informer import Informer
 from common.log import get_logger
 
 TTL = 5                      # seconds: CoreDNS's kubernetes plugin's default
+log = get_logger("dns")
 A, CNAME, SRV, PTR, SOA = (dns.rdatatype.A, dns.rdatatype.CNAME, dns.rdatatype.SRV,
                            dns.rdatatype.PTR, dns.rdatatype.SOA)
 REVERSE = dns.name.from_text("in-addr.arpa.")
@@ -156,7 +157,11 @@ def answer(records: Records, wire: bytes, max_size: int | None) -> bytes | None:
         response.set_rcode(dns.rcode.NOTIMP if query.opcode() else dns.rcode.FORMERR)
         return response.to_wire()
     question = query.question[0]
-    rcode, rrsets = records.lookup(question.name, question.rdtype)
+    try:
+        rcode, rrsets = records.lookup(question.name, question.rdtype)
+    except Exception as error:   # an object we did not foresee: fail this answer, not the server
+        log.error("lookup failed", name=question.name.to_text(), error=f"{type(error).__name__}: {error}")
+        rcode, rrsets = dns.rcode.SERVFAIL, []
     response.set_rcode(rcode)
     response.answer = rrsets
     if rcode in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN) and not rrsets:
@@ -222,7 +227,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster-domain", default="cluster.local", help="the cluster's domain (default %(default)s)")
     kubeconfig.add_flags(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    log = get_logger("dns")
     try:
         client = APIClient(kubeconfig.from_args(args), user_agent="dns")
     except kubeconfig.KubeconfigError as error:

@@ -139,3 +139,19 @@ def test_a_new_service_has_its_name_as_soon_as_the_watch_brings_it(cluster):
     found = wait_for(lambda: values(ask(cluster, f"{name}.{NS}.svc.cluster.local.")), 10,
                      what=f"a name for the new Service {name}")
     assert found == [made["spec"]["clusterIP"]]
+
+
+def test_a_lookup_that_fails_is_servfail_and_the_server_keeps_going():
+    """An object shaped as nobody foresaw (validation lets few through, but
+    a bug should cost one answer, not the server)."""
+    import cluster_dns
+
+    class Broken:
+        def get(self, namespace, name):
+            return {"spec": {"type": "ClusterIP", "clusterIP": 42}}        # not a string
+        def list(self):
+            return []
+    records = cluster_dns.Records(Broken(), Broken())
+    wire = dns.message.make_query("web.default.svc.cluster.local.", "A").to_wire()
+    reply = dns.message.from_wire(cluster_dns.answer(records, wire, max_size=512))
+    assert reply.rcode() == dns.rcode.SERVFAIL
