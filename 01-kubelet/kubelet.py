@@ -501,9 +501,9 @@ def main(argv: list[str] | None = None) -> int:
         client = APIClient(kubeconfig.from_args(args), user_agent=f"kubelet/{args.node_name}")
         events = EventRecorder(client, "kubelet", host=args.node_name, log=log).start()
     if args.cluster_dns:
-        from pod_dns import node_searches, pod_dns
-        servers, searches = [ip for ip in args.cluster_dns.split(",") if ip], node_searches()
-        runtime.pod_dns = lambda pod: pod_dns(pod, servers, args.cluster_domain, searches)
+        from pod_dns import node_resolver, pod_dns
+        servers, node = [ip for ip in args.cluster_dns.split(",") if ip], node_resolver()
+        runtime.pod_dns = lambda pod: pod_dns(pod, servers, args.cluster_domain, node)
     network = None
     if args.network_plugin == "kubenet":
         if not (joins_cluster or args.pod_cidr):

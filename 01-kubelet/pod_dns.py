@@ -30,7 +30,7 @@ class DNSSettings(NamedTuple):
 
 
 # [START pod-dns]
-def pod_dns(pod: dict, cluster_dns: list[str], cluster_domain: str, node_searches: list[str]) -> DNSSettings | None:
+def pod_dns(pod: dict, cluster_dns: list[str], cluster_domain: str, node: DNSSettings) -> DNSSettings | None:
     """The pod's resolver settings; None: Docker's default (the node's own)."""
     spec = pod["spec"]
     policy = spec.get("dnsPolicy") or "ClusterFirst"
@@ -39,7 +39,7 @@ def pod_dns(pod: dict, cluster_dns: list[str], cluster_domain: str, node_searche
     if cluster_first and cluster_dns:
         namespace = pod["metadata"]["namespace"]
         settings = DNSSettings(list(cluster_dns), [f"{namespace}.svc.{cluster_domain}", f"svc.{cluster_domain}",
-                                                   cluster_domain, *node_searches], ["ndots:5"])
+                                                   cluster_domain, *node.searches], ["ndots:5"])
     elif policy == "None":
         settings = DNSSettings([], [], [])
     else:
@@ -47,7 +47,7 @@ def pod_dns(pod: dict, cluster_dns: list[str], cluster_domain: str, node_searche
     config = spec.get("dnsConfig") or {}
     if not config:
         return settings
-    base = settings or DNSSettings([], list(node_searches), [])
+    base = settings or node          # Default: the node's own resolver, to which dnsConfig adds
     options = {o["name"]: o for o in base_options(base.options) + list(config.get("options") or [])}
     return DNSSettings(base.servers + list(config.get("nameservers") or []),
                        base.searches + [s for s in config.get("searches") or [] if s not in base.searches],
@@ -64,12 +64,19 @@ def base_options(options: list[str]) -> list[dict]:
     return parsed
 
 
-def node_searches(path: str = "/etc/resolv.conf") -> list[str]:
-    """The node's own search domains, which cluster-first pods get too."""
+def node_resolver(path: str = "/etc/resolv.conf") -> DNSSettings:
+    """The node's own resolver: its servers and options (for Default pods
+    with a dnsConfig) and its search domains (which cluster-first pods get too)."""
+    servers, searches, options = [], [], []
     try:
         for line in open(path):
-            if line.startswith("search"):
-                return line.split()[1:]
+            words = line.split()
+            if words[:1] == ["nameserver"] and len(words) > 1:
+                servers.append(words[1])
+            elif words[:1] == ["search"]:
+                searches = words[1:]
+            elif words[:1] == ["options"]:
+                options += words[1:]
     except OSError:
         pass
-    return []
+    return DNSSettings(servers, searches, options)

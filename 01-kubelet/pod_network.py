@@ -55,7 +55,10 @@ class Kubenet:
     def set_up(self, pod_cidr: str) -> None:
         """Make the bridge for this node's range and the rules around it.
         Safe to call again (a restarted kubelet finds them made)."""
-        subnet = ipaddress.ip_network(pod_cidr)
+        try:
+            subnet = ipaddress.ip_network(pod_cidr)
+        except ValueError as error:
+            raise PodNetworkError(f"the node's podCIDR {pod_cidr!r} is not a network: {error}") from None
         gateway = str(subnet.network_address + 1)     # the bridge's own address: the pods' default route
         existing = self.api.networks(names=[NETWORK])
         if existing:

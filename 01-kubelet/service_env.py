@@ -25,31 +25,35 @@ def service_env(services: list[dict], pod: dict) -> dict[str, str]:
     """The variables for the pod's containers, from the Services that exist now."""
     namespace = pod["metadata"]["namespace"]
     links = pod["spec"].get("enableServiceLinks", True)
-    env: dict[str, str] = {}
-    # The API server's first, so that a Service of the same name in the
-    # pod's own namespace wins, as in Kubernetes.
-    def api_server_first(service):
+    # By name: the API server's first, so that a Service of the same name
+    # in the pod's own namespace replaces it whole, as in Kubernetes.
+    chosen: dict[str, dict] = {}
+    for service in services:
         meta = service["metadata"]
-        return (meta.get("namespace"), meta["name"]) != ("default", "kubernetes"), meta["name"]
-    for service in sorted(services, key=api_server_first):
-        meta, spec = service["metadata"], service.get("spec") or {}
-        ip, ports = spec.get("clusterIP"), [p for p in spec.get("ports") or [] if isinstance(p, dict)]
-        if not ip or ip == "None" or not ports:
-            continue                     # headless or ExternalName: no address to give
-        is_api_server = (meta.get("namespace"), meta["name"]) == ("default", "kubernetes")
-        if not is_api_server and (meta.get("namespace") != namespace or not links):
-            continue
-        name = env_name(meta["name"])
-        env[f"{name}_SERVICE_HOST"] = ip
-        env[f"{name}_SERVICE_PORT"] = str(ports[0]["port"])
-        for port in ports:
-            if port.get("name"):
-                env[f"{name}_SERVICE_PORT_{env_name(port['name'])}"] = str(port["port"])
-            protocol = port.get("protocol", "TCP")
-            prefix = f"{name}_PORT_{port['port']}_{protocol}"
-            env[prefix] = f"{protocol.lower()}://{ip}:{port['port']}"
-            env[f"{prefix}_PROTO"], env[f"{prefix}_PORT"], env[f"{prefix}_ADDR"] = \
-                protocol.lower(), str(port["port"]), ip
-        env[f"{name}_PORT"] = f"{ports[0].get('protocol', 'TCP').lower()}://{ip}:{ports[0]['port']}"
+        if (meta.get("namespace"), meta["name"]) == ("default", "kubernetes"):
+            chosen.setdefault(meta["name"], service)
+        elif meta.get("namespace") == namespace and links:
+            chosen[meta["name"]] = service
+    env: dict[str, str] = {}
+    for name, service in sorted(chosen.items()):
+        env.update(variables_of(env_name(name), service.get("spec") or {}))
+    return env
+
+
+def variables_of(name: str, spec: dict) -> dict[str, str]:
+    """One Service's variables; none for a headless or ExternalName one."""
+    ip, ports = spec.get("clusterIP"), [p for p in spec.get("ports") or [] if isinstance(p, dict)]
+    if not ip or ip == "None" or not ports:
+        return {}
+    env = {f"{name}_SERVICE_HOST": ip, f"{name}_SERVICE_PORT": str(ports[0]["port"])}
+    for port in ports:
+        if port.get("name"):
+            env[f"{name}_SERVICE_PORT_{env_name(port['name'])}"] = str(port["port"])
+        protocol = port.get("protocol", "TCP")
+        prefix = f"{name}_PORT_{port['port']}_{protocol}"
+        env[prefix] = f"{protocol.lower()}://{ip}:{port['port']}"
+        env[f"{prefix}_PROTO"], env[f"{prefix}_PORT"], env[f"{prefix}_ADDR"] = \
+            protocol.lower(), str(port["port"]), ip
+    env[f"{name}_PORT"] = f"{ports[0].get('protocol', 'TCP').lower()}://{ip}:{ports[0]['port']}"
     return env
 # [END service-env]

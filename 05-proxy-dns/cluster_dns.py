@@ -101,14 +101,24 @@ class Records:
                 return [rrset(name, CNAME, spec.get("externalName", "").rstrip(".") + ".")]
             if spec.get("clusterIP") not in (None, "", "None"):
                 return [rrset(name, A, spec["clusterIP"])]
-            return [rrset(name, A, *[ip for ip, _ in self._ready(namespace, service_name)])]
+            ips = [ip for ip, _ in self._ready(namespace, service_name)]
+            return [rrset(name, A, *ips)] if ips else []      # headless, nobody ready: NODATA
         if len(prefix) == 2 and prefix[0].startswith("_") and prefix[1].startswith("_"):
-            target = f"{service_name}.{namespace}.svc.{self.domain}"
+            service_domain = f"{service_name}.{namespace}.svc.{self.domain}"
             ports = [p for p in spec.get("ports") or [] if p.get("name") == prefix[0][1:]
                      and p.get("protocol", "TCP").lower() == prefix[1][1:]]
-            return [rrset(name, SRV, *[f"0 100 {p['port']} {target}" for p in ports])] if ports else None
+            if not ports:
+                return None
+            if spec.get("clusterIP") == "None":       # headless: one record per ready pod, by its name
+                targets = [f"{hostname or ip.replace('.', '-')}.{service_domain}"
+                           for ip, hostname in self._ready(namespace, service_name)]
+            else:
+                targets = [service_domain]
+            records = [f"0 100 {p['port']} {target}" for p in ports for target in targets]
+            return [rrset(name, SRV, *records)] if records else []
         if len(prefix) == 1:
-            ips = [ip for ip, hostname in self._ready(namespace, service_name) if hostname == prefix[0]]
+            ips = [ip for ip, hostname in self._ready(namespace, service_name)
+                   if prefix[0] in (hostname, ip.replace(".", "-"))]
             return [rrset(name, A, *ips)] if ips else None
         return None
 
@@ -151,8 +161,9 @@ def answer(records: Records, wire: bytes, max_size: int | None) -> bytes | None:
         query = dns.message.from_wire(wire)
     except dns.exception.DNSException:
         return None
+    if query.flags & dns.flags.QR:
+        return None                                   # a response, not a question: never answer those
     response = dns.message.make_response(query)
-    response.flags |= dns.flags.AA
     if query.opcode() != 0 or len(query.question) != 1:
         response.set_rcode(dns.rcode.NOTIMP if query.opcode() else dns.rcode.FORMERR)
         return response.to_wire()
@@ -164,8 +175,10 @@ def answer(records: Records, wire: bytes, max_size: int | None) -> bytes | None:
         rcode, rrsets = dns.rcode.SERVFAIL, []
     response.set_rcode(rcode)
     response.answer = rrsets
-    if rcode in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN) and not rrsets:
-        response.authority = [rrset(records.domain, SOA, records.soa.to_text())]
+    if rcode in (dns.rcode.NOERROR, dns.rcode.NXDOMAIN):
+        response.flags |= dns.flags.AA                # authoritative for what it answers
+        if not rrsets and question.name.is_subdomain(records.domain):
+            response.authority = [rrset(records.domain, SOA, records.soa.to_text())]
     if max_size is None:
         return response.to_wire()
     limit = max(512, query.payload) if query.edns >= 0 else 512
@@ -187,6 +200,8 @@ class UDPHandler(socketserver.BaseRequestHandler):
 
 
 class TCPHandler(socketserver.StreamRequestHandler):
+    timeout = 10          # an idle connection is closed, not kept holding a thread
+
     def handle(self):
         """Two-byte length, message; as many as the client sends."""
         while length := self.rfile.read(2):
@@ -234,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     services, endpoints = Informer(client, "v1", "services").start(), Informer(client, "v1", "endpoints").start()
     records = Records(services, endpoints, args.cluster_domain)
+    # Not a question answered before the caches are full: an existing name
+    # would get NXDOMAIN, and clients would remember it (CoreDNS waits too).
+    if not (services.wait_for_sync(timeout=60) and endpoints.wait_for_sync(timeout=60)):
+        log.error("cannot list Services and Endpoints from the API server; serving what has come")
     try:
         servers = [s for address in args.address or ["0.0.0.0"] for s in serve(records, address, args.port)]
     except OSError as error:
@@ -242,8 +261,6 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    services.wait_for_sync()
-    endpoints.wait_for_sync()
     log.info("serving", domain=args.cluster_domain, addresses=",".join(args.address or ["0.0.0.0"]), port=args.port)
     stop.wait()
     for server in servers:

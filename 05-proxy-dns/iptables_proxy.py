@@ -3,7 +3,8 @@
     python 05-proxy-dns/proxy.py --proxy-mode iptables --kubeconfig node1.kubeconfig
 
 The userspace proxy copies every byte through itself. Kubernetes' second
-kube-proxy (the default from 1.2 until nftables) only writes rules, and
+kube-proxy (its default on Linux from 1.2, and still in 1.32; nftables
+mode is beta in 1.31, GA in 1.33) only writes rules, and
 the kernel rewrites each connection's destination as its first packet
 passes; connection tracking then rewrites the rest of the connection, both
 ways, with no process involved. The rules, as kube-proxy names them:
@@ -22,6 +23,7 @@ a REJECT in the filter table, so that its clients fail at once. The whole
 set is written with one iptables-restore, and only when it changed; a
 restarted proxy rewrites the same rules, and connections already open
 never notice (their translation lives in conntrack, not in the rules).
+Node-port connections are marked and masqueraded, as kube-proxy does.
 Left out here: session affinity (kube-proxy uses the `recent` match), and
 masquerading a pod's connection to itself through its own Service (hairpin).
 """
@@ -33,8 +35,16 @@ import subprocess
 
 CHAIN = "GROUNDUP-SERVICES"
 FILTER_CHAIN = "GROUNDUP-SERVICES-REJECT"
-JUMPS = (("nat", "PREROUTING", CHAIN), ("nat", "OUTPUT", CHAIN),
+MARK_CHAIN, POSTROUTING_CHAIN = "GROUNDUP-MARK-MASQ", "GROUNDUP-POSTROUTING"
+MASQ_MARK = "0x4000"            # kube-proxy's bit: "masquerade this one on the way out"
+JUMPS = (("nat", "PREROUTING", CHAIN), ("nat", "OUTPUT", CHAIN), ("nat", "POSTROUTING", POSTROUTING_CHAIN),
          ("filter", "INPUT", FILTER_CHAIN), ("filter", "FORWARD", FILTER_CHAIN), ("filter", "OUTPUT", FILTER_CHAIN))
+# A connection to a node port may be sent to a pod on another node, which
+# would answer the client directly, from an address the client never
+# called: it is masqueraded, so that the answer comes back through us.
+MASQUERADING = [f":{MARK_CHAIN} - [0:0]", f":{POSTROUTING_CHAIN} - [0:0]",
+                f"-A {MARK_CHAIN} -j MARK --or-mark {MASQ_MARK}",
+                f"-A {POSTROUTING_CHAIN} -m mark --mark {MASQ_MARK}/{MASQ_MARK} -j MASQUERADE"]
 
 
 def chain_name(prefix: str, *parts: str) -> str:
@@ -47,7 +57,7 @@ def chain_name(prefix: str, *parts: str) -> str:
 # [START iptables-rules]
 def rules_for(ports: dict) -> tuple[list[str], list[str]]:
     """(nat lines, filter lines) for {key: (cluster_ip, port, node_port, endpoints)}."""
-    nat = [f":{CHAIN} - [0:0]"]
+    nat = [f":{CHAIN} - [0:0]", *MASQUERADING]
     chains, rules, rejects = [], [], []
     for key, (ip, port, node_port, endpoints) in sorted(ports.items()):
         matches = [f"-d {ip}/32 -p tcp -m tcp --dport {port}"]
@@ -59,6 +69,8 @@ def rules_for(ports: dict) -> tuple[list[str], list[str]]:
             continue
         service_chain = chain_name("SVC", key)
         chains.append(f":{service_chain} - [0:0]")
+        if node_port:
+            rules.append(f"-A {CHAIN} {matches[1]} -m comment --comment {key} -j {MARK_CHAIN}")
         rules += [f"-A {CHAIN} {m} -m comment --comment {key} -j {service_chain}" for m in matches]
         for i, (endpoint_ip, endpoint_port) in enumerate(endpoints):
             endpoint_chain = chain_name("SEP", key, f"{endpoint_ip}:{endpoint_port}")
@@ -101,7 +113,8 @@ def cleanup() -> None:
         rule = ["-m", "comment", "--comment", "groundup services", "-j", chain]
         while subprocess.run(["iptables", "-w", "-t", table, "-D", parent, *rule], capture_output=True).returncode == 0:
             pass
-    for table, chain in (("nat", CHAIN), ("filter", FILTER_CHAIN), *(("nat", c) for c in our_chains())):
-        subprocess.run(["iptables", "-w", "-t", table, "-F", chain], capture_output=True)
-    for table, chain in (("nat", CHAIN), ("filter", FILTER_CHAIN), *(("nat", c) for c in our_chains())):
-        subprocess.run(["iptables", "-w", "-t", table, "-X", chain], capture_output=True)
+    chains = [("nat", CHAIN), ("nat", MARK_CHAIN), ("nat", POSTROUTING_CHAIN), ("filter", FILTER_CHAIN),
+              *(("nat", c) for c in our_chains())]
+    for action in ("-F", "-X"):
+        for table, chain in chains:
+            subprocess.run(["iptables", "-w", "-t", table, action, chain], capture_output=True)

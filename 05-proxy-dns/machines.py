@@ -58,7 +58,13 @@ class MachineError(Exception):
 
 
 def sh(*argv: str, check: bool = True, **kwargs) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    kwargs.setdefault("timeout", 120)          # a hung engine must not hang `down` for ever
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    except subprocess.TimeoutExpired:
+        if check:
+            raise MachineError(f"{' '.join(argv)}: no answer in {kwargs['timeout']} s") from None
+        return subprocess.CompletedProcess(argv, 124, "", "timed out")
     if check and done.returncode != 0:
         raise MachineError(f"{' '.join(argv)}: {done.stderr.strip() or done.stdout.strip()}")
     return done
@@ -184,10 +190,10 @@ class Machines:
         for rule in reversed(self._forward_rules()):       # -I: the first rule ends up first
             if sh("iptables", "-w", "-C", *rule, check=False).returncode != 0:
                 sh("iptables", "-w", "-I", *rule)
-        if Path("/sys/class/net", self.bridge).exists():
-            return
-        sh("ip", "link", "add", self.bridge, "type", "bridge")
-        sh("ip", "addr", "add", f"{self.host_address()}/{self.subnet.prefixlen}", "dev", self.bridge)
+        if not Path("/sys/class/net", self.bridge).exists():
+            sh("ip", "link", "add", self.bridge, "type", "bridge")
+        # replace, not add: a bridge left by an interrupted `up` gets its address too
+        sh("ip", "addr", "replace", f"{self.host_address()}/{self.subnet.prefixlen}", "dev", self.bridge)
         sh("ip", "link", "set", self.bridge, "up")
         route = sh("ip", "route", "get", self.address(self.names[0])).stdout
         if f"dev {self.bridge}" not in route:
@@ -323,10 +329,13 @@ class Machines:
     def _processes_of(self, name: str) -> list[int]:
         """Every process living in the machine's network or mount namespace
         (its engine, kubelets, anything a lesson started there)."""
+        # A namespace is known by device and inode together (a plain file's
+        # inode alone could match some unrelated namespace's).
         targets = set()
         for path in (Path("/run/netns", self.netns(name)), self.state / name / "mnt"):
             try:
-                targets.add(path.stat().st_ino)
+                found = path.stat()
+                targets.add((found.st_dev, found.st_ino))
             except OSError:
                 pass
         pids = []
@@ -335,7 +344,8 @@ class Machines:
                 continue
             for kind in ("net", "mnt"):
                 try:
-                    if (proc / "ns" / kind).stat().st_ino in targets:
+                    namespace = (proc / "ns" / kind).stat()
+                    if (namespace.st_dev, namespace.st_ino) in targets:
                         pids.append(int(proc.name))
                         break
                 except OSError:

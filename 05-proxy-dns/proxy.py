@@ -4,7 +4,7 @@
 
 A Service's cluster IP (10.96.43.7) belongs to no machine: no interface
 has it, nothing routes to it. On every node this proxy makes it answer,
-as Kubernetes' first kube-proxy did (its "userspace" mode):
+as Kubernetes' first kube-proxy did (its "userspace" mode, removed in 1.26):
 
 1. for every port of every Service, it listens on a port of its own on
    the node (the "proxy port");
@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from common import kubeconfig
@@ -47,6 +48,16 @@ import iptables_proxy
 CHAIN_PODS = "GROUNDUP-SERVICES-PODS"      # jumped to from PREROUTING: pods' connections
 CHAIN_NODE = "GROUNDUP-SERVICES-NODE"      # jumped to from OUTPUT: the node's own
 COPY_CHUNK = 64 * 1024
+RESYNC_SECONDS = 30        # kube-proxy's --iptables-sync-period is 30 s too
+
+
+class Shape(NamedTuple):
+    """What a Service port is made of, besides its endpoints: a change in
+    any of it starts the port afresh."""
+    cluster_ip: str
+    port: int
+    node_port: int | None        # NodePort and LoadBalancer Services only
+    affinity_seconds: int | None  # sessionAffinity ClientIP's timeout
 
 
 class ServicePort:
@@ -83,8 +94,12 @@ class ServicePort:
             return chosen
     # [END round-robin-endpoint]
 
-    def shape(self) -> tuple:
-        return self.cluster_ip, self.port, self.node_port, self.affinity_seconds
+    def forget_affinity(self, client_ip: str) -> None:
+        with self._lock:
+            self._affinity.pop(client_ip, None)
+
+    def shape(self) -> Shape:
+        return Shape(self.cluster_ip, self.port, self.node_port, self.affinity_seconds)
 
     def set_endpoints(self, endpoints: list[tuple[str, int]]) -> None:
         with self._lock:
@@ -111,6 +126,7 @@ class ServicePort:
             except OSError as error:
                 self.log.warning("endpoint refused", obj=self.key, endpoint=f"{endpoint[0]}:{endpoint[1]}",
                                  error=str(error))
+                self.forget_affinity(client_ip)          # the next try is another endpoint
                 continue
             upstream.settimeout(None)
             self.log.debug("connection", obj=self.key, client=client_ip, endpoint=f"{endpoint[0]}:{endpoint[1]}")
@@ -127,6 +143,10 @@ class ServicePort:
 
     def close(self) -> None:
         self._closed = True
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)      # wakes the accept(): close() alone would not
+        except OSError:
+            pass
         self.listener.close()
 
 
@@ -137,9 +157,13 @@ def copy(source: socket.socket, target: socket.socket) -> None:
     try:
         while chunk := source.recv(COPY_CHUNK):
             target.sendall(chunk)
-        target.shutdown(socket.SHUT_WR)
     except OSError:
-        pass
+        pass                                   # a reset: the other side must hear of it all the same
+    finally:
+        try:
+            target.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
 
 def ready_endpoints(endpoints: dict | None, port_name: str) -> list[tuple[str, int]]:
@@ -177,8 +201,8 @@ class Proxy:
             else:
                 self._sync_userspace(wanted)
 
-    def wanted(self) -> dict[str, tuple[tuple, list[tuple[str, int]]]]:
-        """{"namespace/name:port": ((cluster IP, port, node port, affinity), ready endpoints)}."""
+    def wanted(self) -> dict[str, tuple[Shape, list[tuple[str, int]]]]:
+        """{"namespace/name:port": (its Shape, its ready endpoints)}."""
         wanted = {}
         for service in self.services.list():
             meta, spec = service["metadata"], service.get("spec") or {}
@@ -195,7 +219,7 @@ class Proxy:
                     continue                        # UDP: not proxied here
                 key = f"{meta['namespace']}/{meta['name']}:{port.get('name') or port['port']}"
                 node_port = port.get("nodePort") if spec.get("type") in ("NodePort", "LoadBalancer") else None
-                wanted[key] = ((ip, port["port"], node_port, affinity),
+                wanted[key] = (Shape(ip, port["port"], node_port, affinity),
                                ready_endpoints(endpoints, port.get("name") or ""))
         return wanted
 
@@ -212,15 +236,15 @@ class Proxy:
                 current = None
             if current is None:
                 current = self.ports[key] = ServicePort(key, *shape, log=self.log)
-                self.log.info("service port added", obj=key, clusterIP=f"{shape[0]}:{shape[1]}",
-                              proxyPort=current.proxy_port, nodePort=shape[2])
+                self.log.info("service port added", obj=key, clusterIP=f"{shape.cluster_ip}:{shape.port}",
+                              proxyPort=current.proxy_port, nodePort=shape.node_port)
             current.set_endpoints(endpoints)
         self._write_rules()
     # [END proxy-sync]
 
     def _sync_iptables(self, wanted: dict) -> None:
         """Rules alone: iptables_proxy.py writes them, when they change."""
-        nat, filter_ = iptables_proxy.rules_for({key: (shape[0], shape[1], shape[2], endpoints)
+        nat, filter_ = iptables_proxy.rules_for({key: (shape.cluster_ip, shape.port, shape.node_port, endpoints)
                                                  for key, (shape, endpoints) in wanted.items()})
         if (nat, filter_) == self._rules:
             return
@@ -260,7 +284,10 @@ class Proxy:
     def run(self, stop: threading.Event, service_range: str, toward: str) -> None:
         route_service_range(service_range, toward)
         # The other mode's rules go: a node runs one proxy, in one mode (as kube-proxy does at start).
-        iptables_proxy.cleanup() if self.mode == "userspace" else cleanup()
+        if self.mode == "userspace":
+            iptables_proxy.cleanup()
+        else:
+            cleanup()
         self.services.start()
         self.endpoints.start()
         while not (self.services.wait_for_sync(timeout=1) and self.endpoints.wait_for_sync(timeout=1)):
@@ -268,7 +295,12 @@ class Proxy:
                 return
         self.sync()
         self.log.info("proxying", mode=self.mode)
-        stop.wait()
+        # Every 30 s, write everything again even if nothing changed here: a
+        # failed write is retried, and rules someone flushed come back.
+        while not stop.wait(RESYNC_SECONDS):
+            with self._lock:
+                self._rules = None
+            self.sync()
         for port in self.ports.values():
             port.close()
 

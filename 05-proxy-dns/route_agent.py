@@ -44,50 +44,68 @@ class RouteError(Exception):
     pass
 
 
+class Invalid(Exception):
+    """A Node field that cannot be routed: says which and why."""
+
+
 # [START desired-routes]
-def desired_routes(nodes: list[dict], me: str) -> tuple[dict[str, str], list[str]]:
+def desired_routes(nodes: list[dict], me: str, cluster_cidr: str | None = None) -> tuple[dict[str, str], list[str]]:
     """{podCIDR: InternalIP} for every other node that has both, and why
-    any node was left out. A range that overlaps this node's own would
-    send our own pods' traffic away: never routed."""
-    mine = next((pod_cidr(n) for n in nodes if n["metadata"]["name"] == me), None)
+    any node was left out: a range outside the cluster's pod network (a
+    Node that says 0.0.0.0/0 must not become a default route), or one that
+    overlaps this node's own or one already routed (never send a range's
+    traffic to two places)."""
+    cluster = ipaddress.ip_network(cluster_cidr) if cluster_cidr else None
+    taken = [cidr for node in nodes if node["metadata"]["name"] == me for cidr in [safe_pod_cidr(node)] if cidr]
     routes, problems = {}, []
-    for node in nodes:
+    for node in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = node["metadata"]["name"]
         if name == me or node["metadata"].get("deletionTimestamp"):
             continue
-        cidr, address = pod_cidr(node), internal_ip(node)
-        if cidr is None or address is None:
-            continue                                   # not ready for traffic yet
-        if isinstance(cidr, str) or isinstance(address, str):
-            problems.append(f"node {name}: {cidr if isinstance(cidr, str) else address}")
-        elif mine is not None and not isinstance(mine, str) and cidr.overlaps(mine):
-            problems.append(f"node {name}: podCIDR {cidr} overlaps this node's {mine}")
-        else:
-            routes[str(cidr)] = str(address)
+        try:
+            cidr, address = pod_cidr(node), internal_ip(node)
+            if cidr is None or address is None:
+                continue                                   # not ready for traffic yet
+            if cluster is not None and not cidr.subnet_of(cluster):
+                raise Invalid(f"podCIDR {cidr} is outside the cluster's {cluster}")
+            clash = next((t for t in taken if cidr.overlaps(t)), None)
+            if clash is not None:
+                raise Invalid(f"podCIDR {cidr} overlaps {clash}, routed already or this node's")
+        except Invalid as problem:
+            problems.append(f"node {name}: {problem}")
+            continue
+        taken.append(cidr)
+        routes[str(cidr)] = str(address)
     return routes, problems
 # [END desired-routes]
 
 
-def pod_cidr(node: dict):
-    """The node's pod range (an ip_network), None if it has none, or what
-    is wrong with it (a str)."""
+def pod_cidr(node: dict) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """The node's pod range; None if it has none yet."""
     cidr = (node.get("spec") or {}).get("podCIDR")
     if not cidr:
         return None
     try:
         return ipaddress.ip_network(cidr)
     except ValueError as error:
-        return f"podCIDR {cidr!r} is not a network: {error}"
+        raise Invalid(f"podCIDR {cidr!r} is not a network: {error}") from None
 
 
-def internal_ip(node: dict):
-    """The node's InternalIP (an ip_address), None, or what is wrong with it."""
+def safe_pod_cidr(node: dict):
+    try:
+        return pod_cidr(node)
+    except Invalid:
+        return None
+
+
+def internal_ip(node: dict) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The node's InternalIP; None if it has reported none yet."""
     for address in (node.get("status") or {}).get("addresses") or []:
         if address.get("type") == "InternalIP":
             try:
                 return ipaddress.ip_address(address.get("address"))
             except ValueError:
-                return f"InternalIP {address.get('address')!r} is not an address"
+                raise Invalid(f"InternalIP {address.get('address')!r} is not an address") from None
     return None
 
 
@@ -99,14 +117,15 @@ def ip(*args: str) -> str:
 
 
 def current_routes() -> dict[str, str]:
-    """{destination: gateway} of the routes we made (and only those)."""
+    """{destination: gateway} of the routes we made (and only those); `ip`
+    writes a /32 without its length, so destinations are normalised."""
     routes = json.loads(ip("-json", "route", "show", "proto", PROTO) or "[]")
-    return {r["dst"]: r.get("gateway", "") for r in routes}
+    return {str(ipaddress.ip_network(r["dst"], strict=False)): r.get("gateway", "") for r in routes}
 
 
 class RouteAgent:
-    def __init__(self, client: APIClient, node_name: str, log, resync: float = 30.0):
-        self.node_name, self.log = node_name, log
+    def __init__(self, client: APIClient, node_name: str, log, resync: float = 30.0, cluster_cidr: str | None = None):
+        self.node_name, self.log, self.cluster_cidr = node_name, log, cluster_cidr
         self.nodes = Informer(client, "v1", "nodes", resync_seconds=resync)
         # Any change to any node may change the routes: recompute them all
         # (a cluster has tens of nodes, not millions; one `ip` call each).
@@ -124,7 +143,7 @@ class RouteAgent:
         """Make the routing table say what the Nodes say: add what is missing,
         fix what points elsewhere, remove what no node has any more."""
         with self._lock:
-            want, problems = desired_routes(self.nodes.list(), self.node_name)
+            want, problems = desired_routes(self.nodes.list(), self.node_name, self.cluster_cidr)
             for problem in sorted(set(problems) - self._told):
                 self.log.error("node left out", problem=problem)
             self._told = set(problems)
@@ -137,8 +156,11 @@ class RouteAgent:
                     except RouteError as error:    # e.g. the node's address is not on our network
                         self.log.error("cannot add route", obj=cidr, via=via, error=str(error))
             for cidr in sorted(set(have) - set(want)):
-                ip("route", "del", cidr, "proto", PROTO)
-                self.log.info("route removed", obj=cidr, via=have[cidr])
+                try:
+                    ip("route", "del", cidr, "proto", PROTO)
+                    self.log.info("route removed", obj=cidr, via=have[cidr])
+                except RouteError as error:              # gone already: someone else's hand
+                    self.log.warning("cannot remove route", obj=cidr, error=str(error))
     # [END sync-routes]
 
     def run(self, stop: threading.Event) -> None:
@@ -157,6 +179,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--node-name", default=socket.gethostname(), help="this node's name (default: hostname)")
     parser.add_argument("--resync", type=float, default=30.0, help="seconds between full passes (default 30)")
     parser.add_argument("--cleanup", action="store_true", help="remove every route this agent made, then exit")
+    parser.add_argument("--cluster-cidr", default="10.244.0.0/16",
+                        help="the pod network: only ranges inside it are routed (default %(default)s)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
     return parser.parse_args(argv)
@@ -179,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, lambda *_: stop.set())
     # The routes stay when the agent stops: pods keep reaching each other
     # while it restarts, and the next agent takes them over by their proto.
-    RouteAgent(client, args.node_name, log, args.resync).run(stop)
+    RouteAgent(client, args.node_name, log, args.resync, args.cluster_cidr).run(stop)
     log.info("route agent stopped; its routes stay", obj=args.node_name, routes=len(current_routes()))
     return 0
 

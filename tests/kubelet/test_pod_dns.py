@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from pod_dns import DNSSettings, pod_dns
+from pod_dns import DNSSettings, node_resolver, pod_dns
 
+NODE = DNSSettings(["192.0.2.53"], ["lan"], ["edns0"])
 CLUSTER = DNSSettings(["10.96.0.10"], ["shop.svc.cluster.local", "svc.cluster.local", "cluster.local", "lan"],
                       ["ndots:5"])
 
@@ -27,8 +28,20 @@ def pod(**spec) -> dict:
      DNSSettings(["10.96.0.10", "1.2.3.4"], [*CLUSTER.searches, "a.example"], ["ndots:2", "edns0"])),
 ])
 def test_resolver_settings_per_dns_policy(spec, expected):
-    assert pod_dns(pod(**spec), ["10.96.0.10"], "cluster.local", ["lan"]) == expected
+    assert pod_dns(pod(**spec), ["10.96.0.10"], "cluster.local", NODE) == expected
 
 
 def test_without_cluster_dns_cluster_first_falls_back_to_the_node():
-    assert pod_dns(pod(), [], "cluster.local", ["lan"]) is None
+    assert pod_dns(pod(), [], "cluster.local", NODE) is None
+
+
+def test_default_with_a_dns_config_keeps_the_nodes_servers():
+    config = {"nameservers": ["1.2.3.4"], "searches": ["a.example"]}
+    assert pod_dns(pod(dnsPolicy="Default", dnsConfig=config), ["10.96.0.10"], "cluster.local", NODE) == \
+        DNSSettings(["192.0.2.53", "1.2.3.4"], ["lan", "a.example"], ["edns0"])
+
+
+def test_the_nodes_resolver_is_read_from_its_resolv_conf(tmp_path):
+    path = tmp_path / "resolv.conf"
+    path.write_text("# a comment\nnameserver 192.0.2.53\nsearch lan corp\noptions edns0 timeout:2\n")
+    assert node_resolver(str(path)) == DNSSettings(["192.0.2.53"], ["lan", "corp"], ["edns0", "timeout:2"])

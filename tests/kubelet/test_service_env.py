@@ -48,6 +48,9 @@ def test_headless_and_external_name_services_give_nothing():
     assert service_env([headless, external], POD) == {}
 
 
-def test_a_service_called_kubernetes_in_the_pods_namespace_wins():
+def test_a_service_called_kubernetes_in_the_pods_namespace_replaces_the_api_servers_whole():
     mine = svc("kubernetes", "10.96.9.9", {"port": 8080})
-    assert service_env([mine, API], POD)["KUBERNETES_SERVICE_HOST"] == "10.96.9.9"
+    for order in ([mine, API], [API, mine]):
+        env = service_env(order, POD)
+        assert env["KUBERNETES_SERVICE_HOST"] == "10.96.9.9"
+        assert "KUBERNETES_SERVICE_PORT_HTTPS" not in env          # nothing left of the other one

@@ -155,3 +155,33 @@ def test_a_lookup_that_fails_is_servfail_and_the_server_keeps_going():
     wire = dns.message.make_query("web.default.svc.cluster.local.", "A").to_wire()
     reply = dns.message.from_wire(cluster_dns.answer(records, wire, max_size=512))
     assert reply.rcode() == dns.rcode.SERVFAIL
+
+
+def test_a_headless_service_with_nobody_ready_is_nodata_and_its_srv_names_each_pod(cluster):
+    name = unique("empty")
+    cluster["api"].post(f"/api/v1/namespaces/{NS}/services",
+                        {"metadata": {"name": name}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}})
+    response = wait_for(lambda: (r := ask(cluster, f"{name}.{NS}.svc.cluster.local.")).rcode() == dns.rcode.NOERROR
+                        and r, 10, what="the new headless Service known")
+    assert not response.answer and response.authority                     # NODATA, parseable
+    peers = unique("peers")
+    api = cluster["api"]
+    api.post(f"/api/v1/namespaces/{NS}/services", {"metadata": {"name": peers}, "spec": {
+        "clusterIP": "None", "ports": [{"name": "pg", "port": 5432}]}})
+    api.post(f"/api/v1/namespaces/{NS}/endpoints", {"metadata": {"name": peers}, "subsets": [
+        {"addresses": [{"ip": "10.244.7.7", "hostname": "pg-0"}, {"ip": "10.244.7.8"}],
+         "ports": [{"name": "pg", "port": 5432}]}]})
+    domain = f"{peers}.{NS}.svc.cluster.local."
+    srv = wait_for(lambda: values(ask(cluster, f"_pg._tcp.{domain}", "SRV")), 10, what="the headless SRV records")
+    assert srv == [f"0 100 5432 10-244-7-8.{domain}", f"0 100 5432 pg-0.{domain}"]   # one per pod, by its name
+    assert values(ask(cluster, f"10-244-7-8.{domain}")) == ["10.244.7.8"]
+
+
+def test_a_response_sent_to_the_server_gets_no_answer(cluster):
+    import socket
+    reply = dns.message.make_response(dns.message.make_query("x.cluster.local.", "A")).to_wire()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.settimeout(1)
+        sock.sendto(reply, ("127.0.0.1", cluster["port"]))
+        with pytest.raises(socket.timeout):
+            sock.recv(512)

@@ -121,3 +121,24 @@ def test_cleanup_removes_every_chain(cluster, kernel_proxy):
     finally:
         cluster.start("proxy-node2", "node2", "05-proxy-dns/proxy.py", "--apiserver", cluster.api,
                       "--proxy-mode", "iptables", "-v")
+
+
+def test_a_node_port_answers_from_every_endpoint_even_on_another_node(cluster, kernel_proxy):
+    # Two of the three pods are on node2: connections to node1's node port
+    # that go there come back only because they are masqueraded.
+    name = f"{kernel_proxy['app']}-np"
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"type": "NodePort", "selector": {"app": kernel_proxy["app"]}, "ports": [{"port": 80}]}}
+    node_port = cluster.request("POST", "/api/v1/namespaces/default/services", service).json()["spec"]["ports"][0][
+        "nodePort"]
+    try:
+        wait_for(lambda: f"--dport {node_port} " in nat_rules(cluster, "node1"), 30, what="the node port's rules")
+        probe = ("import socket, sys\nfor _ in range(30):\n"
+                 "    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)\n"
+                 "    s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n')\n"
+                 "    print(b''.join(iter(lambda: s.recv(4096), b'')).decode().split()[-1])")
+        answers = cluster.machines.run("master", "python3", "-c", probe, cluster.machines.address("node1"),
+                                       str(node_port), timeout=120).stdout.split()
+        assert len(answers) == 30 and set(answers) == set(kernel_proxy["servers"]), collections.Counter(answers)
+    finally:
+        cluster.request("DELETE", f"/api/v1/namespaces/default/services/{name}")
