@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import signal
 import socket
 import socketserver
 import sys
@@ -48,9 +47,9 @@ import dns.reversename
 import dns.rrset
 
 from common import kubeconfig
-from common.client import APIClient
 from common.informer import Informer
 from common.log import get_logger
+from common.processes import stop_on_signals
 
 TTL = 5                      # seconds: CoreDNS's kubernetes plugin's default
 log = get_logger("dns")
@@ -242,10 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster-domain", default="cluster.local", help="the cluster's domain (default %(default)s)")
     kubeconfig.add_flags(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        client = APIClient(kubeconfig.from_args(args), user_agent="dns")
-    except kubeconfig.KubeconfigError as error:
-        log.error("cannot use the kubeconfig", error=str(error))
+    client = kubeconfig.client_from_args(args, "dns", log)
+    if client is None:
         return 2
     services, endpoints = Informer(client, "v1", "services").start(), Informer(client, "v1", "endpoints").start()
     records = Records(services, endpoints, args.cluster_domain)
@@ -258,9 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:
         log.error("cannot listen", port=args.port, error=error.strerror)
         return 1
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     log.info("serving", domain=args.cluster_domain, addresses=",".join(args.address or ["0.0.0.0"]), port=args.port)
     stop.wait()
     for server in servers:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import signal
 import socket
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from common import kubeconfig
 from common.client import APIClient
 from common.informer import Informer
 from common.log import get_logger
+from common.processes import stop_on_signals
 import iptables_proxy
 
 CHAIN_PODS = "GROUNDUP-SERVICES-PODS"      # jumped to from PREROUTING: pods' connections
@@ -364,14 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         cleanup()
         iptables_proxy.cleanup()
         return 0
-    try:
-        client = APIClient(kubeconfig.from_args(args), user_agent="proxy")
-    except kubeconfig.KubeconfigError as error:
-        log.error("cannot use the kubeconfig", error=str(error))
+    client = kubeconfig.client_from_args(args, "proxy", log)
+    if client is None:
         return 2
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     # The rules stay when the proxy stops, pointing at ports nobody listens
     # on: connections are refused until the next proxy writes its own.
     Proxy(client, log, args.proxy_mode).run(stop, args.service_cluster_ip_range, client.connection.server)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from common import kubeconfig
 from common.client import APIClient
 from common.informer import Informer
 from common.log import get_logger
+from common.processes import stop_on_signals
 
 PROTO = "213"      # marks our routes; any number iproute2 does not name will do
 
@@ -193,14 +193,10 @@ def main(argv: list[str] | None = None) -> int:
         for cidr in current_routes():
             ip("route", "del", cidr, "proto", PROTO)
         return 0
-    try:
-        client = APIClient(kubeconfig.from_args(args), user_agent=f"route-agent/{args.node_name}")
-    except kubeconfig.KubeconfigError as error:
-        log.error("cannot use the kubeconfig", error=str(error))
+    client = kubeconfig.client_from_args(args, f"route-agent/{args.node_name}", log)
+    if client is None:
         return 2
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    stop = stop_on_signals()
     # The routes stay when the agent stops: pods keep reaching each other
     # while it restarts, and the next agent takes them over by their proto.
     RouteAgent(client, args.node_name, log, args.resync, args.cluster_cidr).run(stop)

@@ -13,3 +13,14 @@ def stop_within(process: subprocess.Popen, grace: float) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def stop_on_signals():
+    """An Event set by SIGTERM or SIGINT: a component's main loop waits on
+    it, and returns to clean up instead of dying mid-write."""
+    import signal
+    import threading
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
