@@ -85,13 +85,27 @@ def rules_for(ports: dict) -> tuple[list[str], list[str]]:
 
 
 def restore(nat: list[str], filter_: list[str], stale_chains: list[str]) -> subprocess.CompletedProcess:
-    """Write both tables at once. --noflush leaves everyone else's rules;
-    each chain we declare is flushed and refilled; chains of Services that
-    went are flushed, then deleted."""
-    lines = ["*nat", *nat, *[f":{c} - [0:0]" for c in stale_chains], *[f"-X {c}" for c in stale_chains],
-             "COMMIT", "*filter", *filter_, "COMMIT", ""]
-    return subprocess.run(["iptables-restore", "--noflush", "-w"], input="\n".join(lines), text=True,
+    """Write both tables at once; chains of Services that went are flushed,
+    then deleted."""
+    return restore_lines(["*nat", *nat, *[f":{c} - [0:0]" for c in stale_chains],
+                          *[f"-X {c}" for c in stale_chains], "COMMIT", "*filter", *filter_, "COMMIT"])
+
+
+# --- what both proxy modes do with iptables -------------------------------------
+
+def restore_lines(lines: list[str]) -> subprocess.CompletedProcess:
+    """One iptables-restore: atomic. --noflush leaves everyone else's rules;
+    each chain declared (`:CHAIN - [0:0]`) is flushed and refilled."""
+    return subprocess.run(["iptables-restore", "--noflush", "-w"], input="\n".join(lines + [""]), text=True,
                           capture_output=True)
+
+
+def iptables(table: str, action: str, chain: str, *rule: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["iptables", "-w", "-t", table, action, chain, *rule], capture_output=True, text=True)
+
+
+def jump_to(chain: str) -> list[str]:
+    return ["-m", "comment", "--comment", "groundup services", "-j", chain]
 
 
 def our_chains() -> list[str]:
@@ -101,20 +115,29 @@ def our_chains() -> list[str]:
                    if line.startswith("-N GROUNDUP-SVC-") or line.startswith("-N GROUNDUP-SEP-")})
 
 
-def ensure_jumps() -> None:
-    for table, parent, chain in JUMPS:
-        rule = ["-m", "comment", "--comment", "groundup services", "-j", chain]
-        if subprocess.run(["iptables", "-w", "-t", table, "-C", parent, *rule], capture_output=True).returncode:
-            subprocess.run(["iptables", "-w", "-t", table, "-I", parent, *rule], capture_output=True, check=True)
+def ensure_jumps(jumps=JUMPS) -> list[str]:
+    """The built-in chains jump to ours: (table, built-in chain, our chain).
+    Returns what could not be done, for the caller to log."""
+    failed = []
+    for table, parent, chain in jumps:
+        if iptables(table, "-C", parent, *jump_to(chain)).returncode:
+            done = iptables(table, "-I", parent, *jump_to(chain))
+            if done.returncode:
+                failed.append(f"-t {table} -I {parent} ... -j {chain}: {done.stderr.strip()}")
+    return failed
+
+
+def remove_chains(jumps, chains) -> None:
+    """The jumps to our chains, then the chains (table, chain) themselves."""
+    for table, parent, chain in jumps:
+        while iptables(table, "-D", parent, *jump_to(chain)).returncode == 0:
+            pass
+    for action in ("-F", "-X"):             # emptied first: a chain still referenced cannot go
+        for table, chain in chains:
+            iptables(table, action, chain)
 
 
 def cleanup() -> None:
-    for table, parent, chain in JUMPS:
-        rule = ["-m", "comment", "--comment", "groundup services", "-j", chain]
-        while subprocess.run(["iptables", "-w", "-t", table, "-D", parent, *rule], capture_output=True).returncode == 0:
-            pass
-    chains = [("nat", CHAIN), ("nat", MARK_CHAIN), ("nat", POSTROUTING_CHAIN), ("filter", FILTER_CHAIN),
-              *(("nat", c) for c in our_chains())]
-    for action in ("-F", "-X"):
-        for table, chain in chains:
-            subprocess.run(["iptables", "-w", "-t", table, action, chain], capture_output=True)
+    """Remove every rule and chain iptables mode made."""
+    remove_chains(JUMPS, [("nat", CHAIN), ("nat", MARK_CHAIN), ("nat", POSTROUTING_CHAIN), ("filter", FILTER_CHAIN),
+                          *(("nat", c) for c in our_chains())])

@@ -253,7 +253,8 @@ class Proxy:
         if done.returncode != 0:
             self.log.error("iptables-restore failed", error=done.stderr.strip())
             return
-        iptables_proxy.ensure_jumps()
+        for problem in iptables_proxy.ensure_jumps():
+            self.log.error("iptables failed", error=problem)
         self._rules = (nat, filter_)
         self.log.info("rules written", services=len(wanted),
                       endpoints=sum(len(endpoints) for _, endpoints in wanted.values()))
@@ -270,15 +271,13 @@ class Proxy:
                                  f"-m comment --comment {key} -j REDIRECT --to-ports {p.proxy_port}")
         if rules == self._rules:
             return
-        table = "\n".join(["*nat", f":{CHAIN_PODS} - [0:0]", f":{CHAIN_NODE} - [0:0]", *rules, "COMMIT", ""])
-        restore = subprocess.run(["iptables-restore", "--noflush", "-w"], input=table, text=True,
-                                 capture_output=True)
+        restore = iptables_proxy.restore_lines(["*nat", f":{CHAIN_PODS} - [0:0]", f":{CHAIN_NODE} - [0:0]",
+                                                *rules, "COMMIT"])
         if restore.returncode != 0:
             self.log.error("iptables-restore failed", error=restore.stderr.strip())
             return
-        for parent, chain in JUMPS:
-            if iptables("-C", parent, *jump_to(chain)).returncode != 0:
-                iptables("-I", parent, *jump_to(chain))
+        for problem in iptables_proxy.ensure_jumps(JUMPS):
+            self.log.error("iptables failed", error=problem)
         self._rules = rules
 
     def run(self, stop: threading.Event, service_range: str, toward: str) -> None:
@@ -305,16 +304,7 @@ class Proxy:
             port.close()
 
 
-JUMPS = (("PREROUTING", CHAIN_PODS), ("OUTPUT", CHAIN_NODE))
-
-
-def jump_to(chain: str) -> list[str]:
-    return ["-m", "comment", "--comment", "groundup services", "-j", chain]
-
-
-def iptables(action: str, chain: str, *rule: str) -> subprocess.CompletedProcess:
-    """One iptables command on the nat table."""
-    return subprocess.run(["iptables", "-w", "-t", "nat", action, chain, *rule], capture_output=True, text=True)
+JUMPS = (("nat", "PREROUTING", CHAIN_PODS), ("nat", "OUTPUT", CHAIN_NODE))
 
 
 def route_service_range(service_range: str, toward: str) -> None:
@@ -341,12 +331,8 @@ def route_service_range(service_range: str, toward: str) -> None:
 
 
 def cleanup() -> None:
-    """Remove every rule and chain this proxy made."""
-    for parent, chain in JUMPS:
-        while iptables("-D", parent, *jump_to(chain)).returncode == 0:
-            pass
-        iptables("-F", chain)
-        iptables("-X", chain)
+    """Remove every rule and chain userspace mode made."""
+    iptables_proxy.remove_chains(JUMPS, [("nat", CHAIN_PODS), ("nat", CHAIN_NODE)])
 
 
 def main(argv: list[str] | None = None) -> int:

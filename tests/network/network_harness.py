@@ -159,3 +159,18 @@ def in_pod(cluster: Cluster, node: str, pod: str, *command: str) -> str:
                                  "--filter", "label=io.kubernetes.container.name=app").stdout.split()
     assert found, f"no running container of pod {pod} on {node}"
     return cluster.machines.run(node, "docker", "exec", found[0], *command, timeout=30).stdout
+
+
+def start_servers(cluster: Cluster, app: str, nodes: tuple[str, ...], *extra_containers: dict) -> list[str]:
+    """A web server pod per node named (labelled app=<app>, ready once port
+    80 answers), with any extra containers beside it; their names."""
+    names = [f"{app}-{i}" for i in range(len(nodes))]
+    for name, node in zip(names, nodes):
+        web = {"name": "app", "image": "busybox:1.35", "command": ["sh", "-c", SERVER],
+               "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 1}}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
+               "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
+                        "containers": [web, *extra_containers]}}
+        created = cluster.request("POST", "/api/v1/namespaces/default/pods", pod)
+        assert created.status_code == 201, created.text
+    return names

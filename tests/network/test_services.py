@@ -14,10 +14,9 @@ import uuid
 
 import pytest
 
-from network_harness import PY, ROOT, Cluster, in_pod, run_pod
+from network_harness import PY, ROOT, Cluster, in_pod, run_pod, start_servers
 from polling import wait_for
 
-SERVER = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 80 -h /www"
 
 
 def request_loop(count: int, address: str) -> str:
@@ -44,13 +43,7 @@ def ready_addresses(cluster: Cluster, name: str) -> int:
 def hello(cluster):
     """Three servers, a client pod on node1, and a Service for the servers."""
     app = f"hello-{uuid.uuid4().hex[:6]}"
-    servers = [f"{app}-{i}" for i in range(3)]
-    for name, node in zip(servers, ("node1", "node1", "node2")):
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
-               "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1,
-                        "containers": [{"name": "app", "image": "busybox:1.35", "command": ["sh", "-c", SERVER],
-                                        "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 1}}]}}
-        assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod).status_code == 201
+    servers = start_servers(cluster, app, ("node1", "node1", "node2"))
     client = f"client-{app}"
     run_pod(cluster, client, "node1", "exec sleep 3600")
     service = make_service(cluster, app, {"app": app})

@@ -15,10 +15,9 @@ import uuid
 
 import pytest
 
-from network_harness import PY, ROOT, in_pod, run_pod
+from network_harness import PY, ROOT, in_pod, run_pod, start_servers
 from polling import wait_for
 
-SERVER = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 80 -h /www"
 ECHO = "while true; do nc -l -p 9000 -e cat; done"
 
 
@@ -36,14 +35,8 @@ def restart_proxies(cluster, mode: str) -> None:
 @pytest.fixture(scope="module")
 def kernel_proxy(cluster):
     app = f"iptables-{uuid.uuid4().hex[:6]}"
-    servers = [f"{app}-{i}" for i in range(3)]
-    for name, node in zip(servers, ("node1", "node2", "node2")):
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": app}},
-               "spec": {"nodeName": node, "terminationGracePeriodSeconds": 1, "containers": [
-                   {"name": "app", "image": "busybox:1.35", "command": ["sh", "-c", SERVER],
-                    "readinessProbe": {"tcpSocket": {"port": 80}, "periodSeconds": 1}},
-                   {"name": "echo", "image": "busybox:1.35", "command": ["sh", "-c", ECHO]}]}}
-        assert cluster.request("POST", "/api/v1/namespaces/default/pods", pod).status_code == 201
+    echo = {"name": "echo", "image": "busybox:1.35", "command": ["sh", "-c", ECHO]}
+    servers = start_servers(cluster, app, ("node1", "node2", "node2"), echo)
     client = f"client-{app}"
     run_pod(cluster, client, "node1", "exec sleep 3600")
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": app},
