@@ -126,6 +126,7 @@ class DockerRuntime:
         # fine on one machine. Chapter 05's pod network names its own.
         self.pod_network = "bridge"
         self.pod_dns = lambda pod: None     # chapter 05's resolver settings (pod_dns.py); None: Docker's
+        self.sandbox_started = lambda: None  # chapter 05: the pod network's hairpin mode (pod_network.py)
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
         self._inspected: dict[tuple[str, str], ContainerInfo] = {}
@@ -285,6 +286,7 @@ class DockerRuntime:
             self.remove(container["Id"])  # e.g. its host port is taken: try afresh later
             raise
         self._write_resolv_conf(pod, container["Id"])
+        self.sandbox_started()
         return container["Id"]
     # [END pause-container]
 

@@ -511,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         network = Kubenet(runtime.api, args.non_masquerade_cidr, log)
         runtime.pod_network = NETWORK
+        runtime.sandbox_started = network.allow_hairpin
         if args.pod_cidr:
             try:
                 network.set_up(args.pod_cidr)

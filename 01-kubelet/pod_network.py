@@ -24,6 +24,7 @@ every node.
 from __future__ import annotations
 
 import ipaddress
+import json
 import subprocess
 import threading
 
@@ -87,6 +88,23 @@ class Kubenet:
         self._ready.set()
         self.log.info("pod network ready", obj=NETWORK, podCIDR=self.pod_cidr, bridge=BRIDGE, gateway=gateway)
     # [END kubenet-setup]
+
+    def allow_hairpin(self) -> None:
+        """Let a pod reach itself through a Service. The proxy sends the
+        connection back to the pod it came from, and the bridge forwards
+        it (bridge netfilter: the DNAT is done on the bridge), to the very
+        port it came in by, which a bridge refuses unless that port is in
+        hairpin mode. The real kubelet's --hairpin-mode=hairpin-veth does
+        this for each pod's veth; we do it for every port of cbr0 not yet
+        in that mode, each time a pod's sandbox starts."""
+        shown = subprocess.run(["ip", "-d", "-json", "link", "show", "master", BRIDGE],
+                               capture_output=True, text=True)
+        for port in json.loads(shown.stdout or "[]"):
+            if not (port.get("linkinfo") or {}).get("info_slave_data", {}).get("hairpin"):
+                done = subprocess.run(["ip", "link", "set", "dev", port["ifname"], "type", "bridge_slave",
+                                       "hairpin", "on"], capture_output=True, text=True)
+                if done.returncode:              # the port went meanwhile, or no root
+                    self.log.debug("hairpin mode not set", obj=port["ifname"], error=done.stderr.strip())
 
     def wait_for_pod_cidr(self, client, node_name: str, stop: threading.Event, interval: float = 1.0) -> None:
         """Ask for our Node until it has a podCIDR, then set up. Runs in a

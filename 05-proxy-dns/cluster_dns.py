@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import socket
 import socketserver
 import sys
 import threading

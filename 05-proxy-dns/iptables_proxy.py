@@ -23,9 +23,12 @@ a REJECT in the filter table, so that its clients fail at once. The whole
 set is written with one iptables-restore, and only when it changed; a
 restarted proxy rewrites the same rules, and connections already open
 never notice (their translation lives in conntrack, not in the rules).
-Node-port connections are marked and masqueraded, as kube-proxy does.
-Left out here: session affinity (kube-proxy uses the `recent` match), and
-masquerading a pod's connection to itself through its own Service (hairpin).
+Node-port connections are marked and masqueraded, as kube-proxy does, and
+so is a pod's connection to itself through its own Service (hairpin).
+sessionAffinity ClientIP uses the `recent` match, as kube-proxy does: each
+endpoint chain remembers the source addresses it sent there (a list per
+chain in the kernel), and the Service chain first sends a client seen
+within the timeout to the endpoint it had.
 """
 from __future__ import annotations
 
@@ -56,10 +59,10 @@ def chain_name(prefix: str, *parts: str) -> str:
 
 # [START iptables-rules]
 def rules_for(ports: dict) -> tuple[list[str], list[str]]:
-    """(nat lines, filter lines) for {key: (cluster_ip, port, node_port, endpoints)}."""
+    """(nat lines, filter lines) for {key: (cluster_ip, port, node_port, affinity_seconds, endpoints)}."""
     nat = [f":{CHAIN} - [0:0]", *MASQUERADING]
     chains, rules, rejects = [], [], []
-    for key, (ip, port, node_port, endpoints) in sorted(ports.items()):
+    for key, (ip, port, node_port, affinity, endpoints) in sorted(ports.items()):
         matches = [f"-d {ip}/32 -p tcp -m tcp --dport {port}"]
         if node_port:
             matches.append(f"-p tcp -m tcp --dport {node_port} -m addrtype --dst-type LOCAL")
@@ -72,13 +75,20 @@ def rules_for(ports: dict) -> tuple[list[str], list[str]]:
         if node_port:
             rules.append(f"-A {CHAIN} {matches[1]} -m comment --comment {key} -j {MARK_CHAIN}")
         rules += [f"-A {CHAIN} {m} -m comment --comment {key} -j {service_chain}" for m in matches]
-        for i, (endpoint_ip, endpoint_port) in enumerate(endpoints):
-            endpoint_chain = chain_name("SEP", key, f"{endpoint_ip}:{endpoint_port}")
-            chains.append(f":{endpoint_chain} - [0:0]")
+        endpoint_chains = [chain_name("SEP", key, f"{e_ip}:{e_port}") for e_ip, e_port in endpoints]
+        chains += [f":{chain} - [0:0]" for chain in endpoint_chains]
+        if affinity is not None:       # a client seen lately goes where it went before
+            rules += [f"-A {service_chain} -m comment --comment {key} -m recent --name {chain} "
+                      f"--rcheck --seconds {affinity} --reap -j {chain}" for chain in endpoint_chains]
+        for i, ((endpoint_ip, endpoint_port), endpoint_chain) in enumerate(zip(endpoints, endpoint_chains)):
             left = len(endpoints) - i                 # this one, and those after it
             pick = f"-m statistic --mode random --probability {1 / left:.5f} " if left > 1 else ""
             rules.append(f"-A {service_chain} -m comment --comment {key} {pick}-j {endpoint_chain}")
-            rules.append(f"-A {endpoint_chain} -p tcp -m comment --comment {key} "
+            # A pod sent to itself (hairpin) is masqueraded, or its answer
+            # would go straight back inside it, never translated.
+            rules.append(f"-A {endpoint_chain} -s {endpoint_ip}/32 -m comment --comment {key} -j {MARK_CHAIN}")
+            remember = f"-m recent --name {endpoint_chain} --set " if affinity is not None else ""
+            rules.append(f"-A {endpoint_chain} -p tcp -m comment --comment {key} {remember}"
                          f"-j DNAT --to-destination {endpoint_ip}:{endpoint_port}")
     return nat + chains + rules, [f":{FILTER_CHAIN} - [0:0]"] + rejects
 # [END iptables-rules]

@@ -244,8 +244,7 @@ class Proxy:
 
     def _sync_iptables(self, wanted: dict) -> None:
         """Rules alone: iptables_proxy.py writes them, when they change."""
-        nat, filter_ = iptables_proxy.rules_for({key: (shape.cluster_ip, shape.port, shape.node_port, endpoints)
-                                                 for key, (shape, endpoints) in wanted.items()})
+        nat, filter_ = iptables_proxy.rules_for({key: (*shape, endpoints) for key, (shape, endpoints) in wanted.items()})
         if (nat, filter_) == self._rules:
             return
         stale = [c for c in iptables_proxy.our_chains() if f":{c} - [0:0]" not in nat]
