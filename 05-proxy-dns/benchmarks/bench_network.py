@@ -30,15 +30,13 @@ import textwrap
 import time
 from pathlib import Path
 
-import requests
-
 ROOT = Path(__file__).resolve().parents[2]
-for path in (ROOT, ROOT / "05-proxy-dns", ROOT / "tests", ROOT / "tests" / "network"):
+for path in (ROOT, ROOT / "05-proxy-dns"):
     sys.path.insert(0, str(path))
 
 from machines import Machines  # noqa: E402
-from network_harness import CLUSTER_CIDR, Cluster, free_subnet, ready  # noqa: E402  (the tests' cluster)
-from polling import wait_for  # noqa: E402
+from common.polling import wait_for  # noqa: E402
+from machine_cluster import Cluster, free_subnet, ready  # noqa: E402
 
 # One program, both ends: a server that counts bytes (throughput) or echoes
 # one byte (latency), and a client that prints its measurement as JSON.
@@ -81,7 +79,7 @@ FULL_SYNC = textwrap.dedent("""
     import iptables_proxy
     times = {}
     for count in (1, 100, 1000):
-        ports = {f"bench/svc-{i}:80": (f"10.100.{i // 250}.{i % 250 + 1}", 80, None,
+        ports = {f"bench/svc-{i}:80": (f"10.100.{i // 250}.{i % 250 + 1}", 80, None, None,
                                        [(f"10.244.9.{j + 2}", 8080) for j in range(3)]) for i in range(count)}
         nat, filter_ = iptables_proxy.rules_for(ports)
         start = time.perf_counter()
@@ -148,13 +146,7 @@ def start_cluster(workdir: Path) -> Cluster:
                         names=("master", "node1", "node2", "node3"))
     machines.up()
     cluster = Cluster(machines, workdir)
-    cluster.start("apiserver", "master", "02-apiserver/apiserver.py", "--data-dir", str(workdir / "data"),
-                  "--insecure-bind-address", machines.address("master"), "--secure-port", "0",
-                  "--kubelet-client-token-file", str(cluster.kubelet_token))
-    wait_for(lambda: requests.get(cluster.api + "/healthz", timeout=2).ok, 30, what="the API server")
-    cluster.start("controller-manager", "master", "04-controllers/controller_manager.py", "--apiserver",
-                  cluster.api, "--controllers", "nodeipam,endpoints", "--cluster-cidr", CLUSTER_CIDR)
-    cluster.route_agent("master")
+    cluster.start_control_plane("--controllers", "nodeipam,endpoints")
     for node in ("node1", "node2"):
         cluster.join(node)
     wait_for(lambda: all(ready(cluster.node(n)) for n in ("node1", "node2")), 60, what="nodes Ready")
@@ -253,7 +245,7 @@ def main() -> int:
 
     print(f"\n{time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}; {args.runs} runs each, medians\n")
-    print(f"| path | MB/s | latency median µs | p99 µs |\n|---|---|---|---|")
+    print("| path | MB/s | latency median µs | p99 µs |\n|---|---|---|---|")
     medians = {}
     for name, runs in rows.items():
         medians[name] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}

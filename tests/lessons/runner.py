@@ -456,12 +456,14 @@ def parse_options(text: str, where: str) -> dict:
         return {"interrupt": True, "exits": int(words[2])}
     if kind == "interrupt" and len(words) == 3 and words[1] == "on" and words[2] in MACHINES:
         return {"interrupt": True, "on": words[2]}
+    if kind == "interrupt" and len(words) > 3 and words[1] == "on" and words[2] in MACHINES:
+        return {"interrupt": True, "on": words[2], "running": " ".join(words[3:])}
     if words == ["any", "order"]:
         return {"any order": True}
     if kind == "until" and len(words) == 2 and re.fullmatch(r"\d+s", words[1]):
         return {"until": float(words[1][:-1])}
     raise ValueError(f"{where}: unknown lesson marker {text!r}; use background, interrupt, "
-                     "interrupt exits N, interrupt on MACHINE, kill, any order, until 60s (seconds) or skip (why)")
+                     "interrupt exits N, interrupt on MACHINE [COMMAND TEXT], kill, any order, until 60s (seconds) or skip (why)")
 
 
 def parse_block(source: str, first_line: int, options: dict, where: str) -> Step:
@@ -605,7 +607,7 @@ def evaluate_step(example) -> str | None:
         session.check_backgrounds()
         if step.options.get("interrupt"):
             _interrupt(session, step.expected, where, exit_code=step.options.get("exits", 0),
-                       machine=step.options.get("on"))
+                       machine=step.options.get("on"), running=step.options.get("running"))
         elif step.options.get("kill"):
             _interrupt(session, step.expected, where, signal.SIGKILL, exit_code=None)
         elif not step.commands:
@@ -713,15 +715,18 @@ def _find_lines(wanted: list[str], output: list[str], start: int, bindings: dict
 
 
 def _interrupt(session: Session, expected: list[str], where: str, signum=signal.SIGINT,
-               exit_code: int | None = 0, machine: str | None = None) -> None:
+               exit_code: int | None = 0, machine: str | None = None, running: str | None = None) -> None:
     """Ctrl-C (or, with SIGKILL, a pulled plug) in the latest background
-    terminal (of that machine, with `interrupt on node2`): it must print the
-    README's lines, stop, and (after Ctrl-C) exit with the code the README
-    states: 0 unless the marker says `interrupt exits N`."""
+    terminal (of that machine, with `interrupt on node2`; and whose command
+    has that text in it, with `interrupt on node2 kubelet.py`): it must
+    print the README's lines, stop, and (after Ctrl-C) exit with the code
+    the README states: 0 unless the marker says `interrupt exits N`."""
     background = next((b for b in reversed(session.backgrounds)
-                       if not b.interrupted and machine in (None, b.machine)), None)
+                       if not b.interrupted and machine in (None, b.machine)
+                       and (running is None or running in b.command)), None)
     if background is None:
-        raise LessonFailure(f"{where}: nothing running in the background to interrupt")
+        running_what = f" running `{running}`" if running else ""
+        raise LessonFailure(f"{where}: nothing running in the background{running_what} to interrupt")
     background.interrupted = True
     background.signal(signum)
     _background_shows(session, expected, where, background)

@@ -172,6 +172,45 @@ bye two
     assert failure is None, failure
 
 
+def test_interrupt_on_a_machine_with_a_command_text_stops_the_terminal_running_it(tmp_path):
+    server = ("python3 -c \"import signal, sys, time; signal.signal(signal.SIGINT, lambda *a: (print('bye {name}', "
+              "flush=True), sys.exit(0))); print('up {name}', flush=True); time.sleep(60)\"")
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: background -->
+```console
+node1$ {server.format(name='kubelet')}
+up kubelet
+```
+
+<!-- lesson: background -->
+```console
+node1$ {server.format(name='proxy')}
+up proxy
+```
+
+<!-- lesson: interrupt on node1 up kubelet -->
+```console
+bye kubelet
+```
+
+<!-- lesson: interrupt on node1 up proxy -->
+```console
+bye proxy
+```
+""")
+    assert failure is None, failure
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: background -->
+```console
+node1$ {server.format(name='proxy')}
+up proxy
+```
+
+<!-- lesson: interrupt on node1 kubelet.py -->
+""")
+    assert "nothing running in the background running `kubelet.py` to interrupt" in str(failure)
+
+
 def test_everything_is_stopped_after_a_failure(tmp_path):
     pid_file = tmp_path / "pid"
     session, failure = run_lesson(tmp_path, f"""\

@@ -7,10 +7,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import requests
 
 from machines import Machines
-from network_harness import CLUSTER_CIDR, Cluster, free_subnet, ready, require
+from network_harness import Cluster, free_subnet, ready, require
 from polling import wait_for
 
 
@@ -33,13 +32,7 @@ def cluster(machines):
     workdir = Path(tempfile.mkdtemp(prefix="groundup-network-", dir="/var/tmp"))  # not /tmp: each machine has its own
     made = Cluster(machines, workdir)
     try:
-        made.start("apiserver", "master", "02-apiserver/apiserver.py", "--data-dir", str(workdir / "data"),
-                   "--insecure-bind-address", machines.address("master"), "--secure-port", "0",
-                   "--kubelet-client-token-file", str(made.kubelet_token))
-        wait_for(lambda: requests.get(made.api + "/healthz", timeout=2).ok, 30, what="the API server on master")
-        made.start("controller-manager", "master", "04-controllers/controller_manager.py", "--apiserver", made.api,
-                   "--controllers", "nodeipam,endpoints", "--cluster-cidr", CLUSTER_CIDR)
-        made.route_agent("master")
+        made.start_control_plane("--controllers", "nodeipam,endpoints")
         for node in ("node1", "node2"):
             made.join(node)
         wait_for(lambda: all(ready(made.node(n)) for n in ("node1", "node2")), 60,

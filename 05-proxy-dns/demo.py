@@ -1,0 +1,90 @@
+"""The main demo (`make demo`) as of chapter 05: an application that survives its pods.
+
+Three machines made of namespaces (machines.py, with a prefix and a subnet
+of their own, so a learner's `make machines` is left alone): the API
+server, the controller manager and the scheduler on master; a kubelet on
+the pod network, a route agent, the proxy in iptables mode and cluster
+DNS on node1 and node2. Then the finale of the lesson's part 3
+(finale.py): a frontend that asks its backend by name, asked ten times a
+second through its node port while a backend pod is deleted, node2's
+kubelet is stopped and started again, and the backend is rolled to v2.
+The demo prints what failed during each, and removes the machines.
+
+The machines need root (namespaces, iptables) and Docker; without them
+the demo says so and runs chapter 04's, on this one machine.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import requests
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
+
+from common.polling import wait_for  # noqa: E402
+from finale import run, urls  # noqa: E402
+from machine_cluster import Cluster, free_subnet, ready  # noqa: E402
+from machines import Machines  # noqa: E402
+
+
+def why_not_machines() -> str | None:
+    if os.geteuid() != 0:
+        return "the three machines are network namespaces: run the demo as root (sudo make demo)"
+    missing = [tool for tool in ("ip", "iptables", "nsenter", "unshare", "dockerd") if not shutil.which(tool)]
+    return f"the machines need {', '.join(missing)} (make setup installs them)" if missing else None
+
+
+def main() -> int:
+    problem = why_not_machines()
+    if problem:
+        print(f"chapter 05's demo: {problem}; running chapter 04's on this machine instead\n", flush=True)
+        return subprocess.call([sys.executable, str(HERE.parent / "04-controllers" / "demo.py")])
+    print("chapter 05: an application that survives its pods, on three machines", flush=True)
+    machines = Machines(prefix="gd", subnet=free_subnet(), names=("master", "node1", "node2"))
+    workdir = Path(tempfile.mkdtemp(prefix="groundup-demo-", dir="/var/tmp"))  # every machine sees /var/tmp
+    cluster = Cluster(machines, workdir)
+    try:
+        machines.up()
+        print(f"machines up: master {machines.address('master')}, node1 {machines.address('node1')}, "
+              f"node2 {machines.address('node2')}", flush=True)
+        # A node monitor of seconds, not Kubernetes' 40: the demo waits less.
+        cluster.start_control_plane("--node-monitor-grace-period", "6", "--node-monitor-period", "1")
+        cluster.start("scheduler", "master", "03-scheduler/scheduler.py", "--apiserver", cluster.api)
+        for node in ("node1", "node2"):
+            cluster.join(node, proxy_mode="iptables")
+        wait_for(lambda: all(ready(cluster.node(n)) for n in ("node1", "node2")), 90,
+                 what="node1 and node2 Ready with their pod ranges")
+        print("cluster up: API server, controller manager, scheduler; kubelet, route agent, proxy "
+              "(iptables mode) and DNS on each node\n"
+              "deploying 05-proxy-dns/manifests/two-tier.yaml, then asking the frontend's node port "
+              "ten times a second while:", flush=True)
+        outcomes, tally = run(cluster, report=lambda line: print(" ", line, flush=True))
+        print(f"\n{'what happened':48} {'requests':>8} {'failed':>6}")
+        for outcome in outcomes:
+            print(f"{outcome.event:48} {outcome.requests:8} {len(outcome.failures):6}")
+            for failure in outcome.failures:
+                print(f"  {failure}")
+        print(f"\nall told: {tally.line()}")
+        answer = wait_for(lambda: (asked := requests.get(urls(cluster)[0], timeout=5)).ok and asked.text.strip(), 30,
+                          what="the frontend's answer")
+        print(f"asked once more, the frontend says: {answer}")
+        print("see 05-proxy-dns/lesson-3-an-application-that-survives.md for why nothing failed")
+        return 0 if all(not outcome.failures for outcome in outcomes) else 1
+    except BaseException:
+        print(f"\nthe demo failed; the components' logs:\n{cluster.logs()}", file=sys.stderr)
+        raise
+    finally:
+        for key in list(cluster.processes):
+            cluster.stop(key)
+        machines.down()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
