@@ -28,7 +28,12 @@ so is a pod's connection to itself through its own Service (hairpin).
 sessionAffinity ClientIP uses the `recent` match, as kube-proxy does: each
 endpoint chain remembers the source addresses it sent there (a list per
 chain in the kernel), and the Service chain first sends a client seen
-within the timeout to the endpoint it had.
+within the timeout to the endpoint it had. UDP ports get the same rules
+with `-p udp` (the userspace mode proxies TCP only). Left out: kube-proxy
+also deletes the conntrack entries of a UDP endpoint that went (`conntrack
+-D`), since a UDP "connection" has no end; ours lets them time out, so a
+client that keeps sending from one port keeps reaching a gone endpoint
+for up to conntrack's UDP timeout (30 s, 120 s once answered both ways).
 """
 from __future__ import annotations
 
@@ -59,20 +64,22 @@ def chain_name(prefix: str, *parts: str) -> str:
 
 # [START iptables-rules]
 def rules_for(ports: dict) -> tuple[list[str], list[str]]:
-    """(nat lines, filter lines) for {key: (cluster_ip, port, node_port, affinity_seconds, endpoints)}."""
+    """(nat lines, filter lines) for {key: (shape, endpoints)}; a shape
+    (proxy.Shape) has cluster_ip, port, node_port, affinity_seconds, protocol."""
     nat = [f":{CHAIN} - [0:0]", *MASQUERADING]
     chains, rules, rejects = [], [], []
-    for key, (ip, port, node_port, affinity, endpoints) in sorted(ports.items()):
-        matches = [f"-d {ip}/32 -p tcp -m tcp --dport {port}"]
-        if node_port:
-            matches.append(f"-p tcp -m tcp --dport {node_port} -m addrtype --dst-type LOCAL")
+    for key, (shape, endpoints) in sorted(ports.items()):
+        proto, affinity = shape.protocol.lower(), shape.affinity_seconds
+        matches = [f"-d {shape.cluster_ip}/32 -p {proto} -m {proto} --dport {shape.port}"]
+        if shape.node_port:
+            matches.append(f"-p {proto} -m {proto} --dport {shape.node_port} -m addrtype --dst-type LOCAL")
         if not endpoints:
             rejects += [f"-A {FILTER_CHAIN} {m} -m comment --comment \"{key} has no endpoints\" "
                         f"-j REJECT --reject-with icmp-port-unreachable" for m in matches]
             continue
         service_chain = chain_name("SVC", key)
         chains.append(f":{service_chain} - [0:0]")
-        if node_port:
+        if shape.node_port:
             rules.append(f"-A {CHAIN} {matches[1]} -m comment --comment {key} -j {MARK_CHAIN}")
         rules += [f"-A {CHAIN} {m} -m comment --comment {key} -j {service_chain}" for m in matches]
         endpoint_chains = [chain_name("SEP", key, f"{e_ip}:{e_port}") for e_ip, e_port in endpoints]
@@ -88,7 +95,7 @@ def rules_for(ports: dict) -> tuple[list[str], list[str]]:
             # would go straight back inside it, never translated.
             rules.append(f"-A {endpoint_chain} -s {endpoint_ip}/32 -m comment --comment {key} -j {MARK_CHAIN}")
             remember = f"-m recent --name {endpoint_chain} --set " if affinity is not None else ""
-            rules.append(f"-A {endpoint_chain} -p tcp -m comment --comment {key} {remember}"
+            rules.append(f"-A {endpoint_chain} -p {proto} -m comment --comment {key} {remember}"
                          f"-j DNAT --to-destination {endpoint_ip}:{endpoint_port}")
     return nat + chains + rules, [f":{FILTER_CHAIN} - [0:0]"] + rejects
 # [END iptables-rules]

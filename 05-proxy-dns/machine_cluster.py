@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
+import yaml
 
 from common.polling import wait_for
 from common.processes import stop_within
@@ -52,12 +53,16 @@ class Cluster:
         return f"http://{self.machines.address('master')}:8080"
 
     def start_control_plane(self, *controller_flags: str) -> None:
-        """The API server, the controller manager (with these flags) and a
-        route agent on master, which reaches pods like any machine."""
+        """The API server (with the kube-dns Service), the controller
+        manager (with these flags) and a route agent on master, which
+        reaches pods like any machine."""
         self.start("apiserver", "master", "02-apiserver/apiserver.py", "--data-dir", str(self.workdir / "data"),
                    "--insecure-bind-address", self.machines.address("master"), "--secure-port", "0",
                    "--kubelet-client-token-file", str(self.kubelet_token))
         wait_for(lambda: requests.get(self.api + "/healthz", timeout=2).ok, 30, what="the API server on master")
+        kube_dns = yaml.safe_load((ROOT / "05-proxy-dns" / "manifests" / "kube-dns.yaml").read_text())
+        created = self.request("POST", "/api/v1/namespaces/kube-system/services", kube_dns)
+        assert created.status_code == 201, created.text            # the address the nodes' DNS answers at
         self.start("controller-manager", "master", "04-controllers/controller_manager.py", "--apiserver", self.api,
                    "--cluster-cidr", CLUSTER_CIDR, *controller_flags)
         self.route_agent("master")

@@ -49,6 +49,9 @@ CHAIN_PODS = "GROUNDUP-SERVICES-PODS"      # jumped to from PREROUTING: pods' co
 CHAIN_NODE = "GROUNDUP-SERVICES-NODE"      # jumped to from OUTPUT: the node's own
 COPY_CHUNK = 64 * 1024
 RESYNC_SECONDS = 30        # kube-proxy's --iptables-sync-period is 30 s too
+# A Service with this label is someone else's to make answer, as kube-proxy
+# leaves it alone: our kube-dns Service (manifests/kube-dns.yaml) is.
+SERVICE_PROXY_NAME = "service.kubernetes.io/service-proxy-name"
 
 
 class Shape(NamedTuple):
@@ -58,6 +61,7 @@ class Shape(NamedTuple):
     port: int
     node_port: int | None        # NodePort and LoadBalancer Services only
     affinity_seconds: int | None  # sessionAffinity ClientIP's timeout
+    protocol: str = "TCP"         # or UDP: iptables mode only
 
 
 class ServicePort:
@@ -209,17 +213,20 @@ class Proxy:
             ip = spec.get("clusterIP")
             if not ip or ip == "None" or spec.get("type") == "ExternalName":
                 continue
+            if SERVICE_PROXY_NAME in (meta.get("labels") or {}):
+                continue                            # served by another proxy (kube-dns: by every node's DNS)
             affinity = None
             if spec.get("sessionAffinity") == "ClientIP":
                 affinity = ((spec.get("sessionAffinityConfig") or {}).get("clientIP") or {}).get(
                     "timeoutSeconds", 10800)
             endpoints = self.endpoints.get(meta["namespace"], meta["name"])
             for port in spec.get("ports") or []:
-                if port.get("protocol", "TCP") != "TCP":
-                    continue                        # UDP: not proxied here
+                protocol = port.get("protocol", "TCP")
+                if protocol not in ("TCP", "UDP"):
+                    continue                        # SCTP: not proxied here
                 key = f"{meta['namespace']}/{meta['name']}:{port.get('name') or port['port']}"
                 node_port = port.get("nodePort") if spec.get("type") in ("NodePort", "LoadBalancer") else None
-                wanted[key] = (Shape(ip, port["port"], node_port, affinity),
+                wanted[key] = (Shape(ip, port["port"], node_port, affinity, protocol),
                                ready_endpoints(endpoints, port.get("name") or ""))
         return wanted
 
@@ -230,12 +237,15 @@ class Proxy:
             self.ports.pop(key).close()
             self.log.info("service port removed", obj=key)
         for key, (shape, endpoints) in wanted.items():
+            if shape.protocol != "TCP":
+                continue            # a UDP port needs a relay per client: iptables mode carries UDP
             current = self.ports.get(key)
             if current and current.shape() != shape:      # an address or port changed: start afresh
                 self.ports.pop(key).close()
                 current = None
             if current is None:
-                current = self.ports[key] = ServicePort(key, *shape, log=self.log)
+                current = self.ports[key] = ServicePort(key, shape.cluster_ip, shape.port, shape.node_port,
+                                                        shape.affinity_seconds, log=self.log)
                 self.log.info("service port added", obj=key, clusterIP=f"{shape.cluster_ip}:{shape.port}",
                               proxyPort=current.proxy_port, nodePort=shape.node_port)
             current.set_endpoints(endpoints)
@@ -244,7 +254,7 @@ class Proxy:
 
     def _sync_iptables(self, wanted: dict) -> None:
         """Rules alone: iptables_proxy.py writes them, when they change."""
-        nat, filter_ = iptables_proxy.rules_for({key: (*shape, endpoints) for key, (shape, endpoints) in wanted.items()})
+        nat, filter_ = iptables_proxy.rules_for(wanted)
         if (nat, filter_) == self._rules:
             return
         stale = [c for c in iptables_proxy.our_chains() if f":{c} - [0:0]" not in nat]

@@ -75,11 +75,12 @@ PAUSE_FILTER = "label=io.kubernetes.container.name=POD"
 # then the chains removed again.
 FULL_SYNC = textwrap.dedent("""
     import json, sys, time
-    sys.path.insert(0, sys.argv[1])
+    sys.path[:0] = [sys.argv[1], sys.argv[2]]
     import iptables_proxy
+    from proxy import Shape
     times = {}
     for count in (1, 100, 1000):
-        ports = {f"bench/svc-{i}:80": (f"10.100.{i // 250}.{i % 250 + 1}", 80, None, None,
+        ports = {f"bench/svc-{i}:80": (Shape(f"10.100.{i // 250}.{i % 250 + 1}", 80, None, None),
                                        [(f"10.244.9.{j + 2}", 8080) for j in range(3)]) for i in range(count)}
         nat, filter_ = iptables_proxy.rules_for(ports)
         start = time.perf_counter()
@@ -235,7 +236,7 @@ def main() -> int:
         joins = join_times(cluster, args.runs)
         programming = programming_latency(cluster, 100)
         full_sync = json.loads(cluster.machines.run("node1", sys.executable, "-c", FULL_SYNC,
-                                                    str(ROOT / "05-proxy-dns"), timeout=300).stdout)
+                                                    str(ROOT / "05-proxy-dns"), str(ROOT), timeout=300).stdout)
     finally:
         if cluster is not None:
             for key in list(cluster.processes):

@@ -166,3 +166,52 @@ def test_a_pod_reaches_itself_through_its_own_service(cluster, kernel_proxy):
     server = kernel_proxy["servers"][0]
     answers = in_pod(cluster, "node1", server, "sh", "-c", ask_service(kernel_proxy["ip"], 30)).split()
     assert len(answers) == 30 and server in answers, collections.Counter(answers)
+
+
+UDP_ECHO = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.bind((sys.argv[1], 9053))\n"
+            "while True:\n    data, peer = s.recvfrom(2048)\n    s.sendto(b'echo ' + data, peer)\n")
+UDP_ASK = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.settimeout(3)\n"
+           "s.connect((sys.argv[1], int(sys.argv[2])))\n"
+           "try:\n    s.send(b'hello')\n    print(s.recv(2048).decode())\n"
+           "except OSError as error:\n    print(type(error).__name__)\n")
+
+
+def test_a_udp_service_port_is_carried_and_one_without_endpoints_refused(cluster, kernel_proxy):
+    # A Service without a selector, with Endpoints written by hand: node1's
+    # own address, where a UDP echo listens (the pods' busybox has no UDP
+    # server). Asked from node2, through node2's rules.
+    name, node1 = f"{kernel_proxy['app']}-udp", cluster.machines.address("node1")
+    echo = cluster.machines.popen("node1", ["python3", "-c", UDP_ECHO, node1])
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"ports": [{"port": 53, "protocol": "UDP"}]}}
+    try:
+        ip = cluster.request("POST", "/api/v1/namespaces/default/services", service).json()["spec"]["clusterIP"]
+        wait_for(lambda: f"-d {ip}/32 -p udp -m udp --dport 53" in cluster.machines.run("node2", "iptables", "-S").stdout,
+                 30, what="the REJECT for the UDP port without endpoints on node2")
+        asked = cluster.machines.run("node2", "python3", "-c", UDP_ASK, ip, "53").stdout.strip()
+        # Refused at once, as TCP is: the REJECT in OUTPUT fails the node's
+        # own send (EPERM); a pod's packet (FORWARD) gets port unreachable.
+        assert asked in ("PermissionError", "ConnectionRefusedError"), asked
+        endpoints = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name},
+                     "subsets": [{"addresses": [{"ip": node1}], "ports": [{"port": 9053, "protocol": "UDP"}]}]}
+        assert cluster.request("POST", "/api/v1/namespaces/default/endpoints", endpoints).status_code == 201
+        wait_for(lambda: re.search(rf"-p udp .*-j DNAT --to-destination {re.escape(node1)}:9053",
+                                   nat_rules(cluster, "node2")), 30, what="the UDP DNAT rule on node2")
+        assert cluster.machines.run("node2", "python3", "-c", UDP_ASK, ip, "53").stdout.strip() == "echo hello"
+    finally:
+        echo.kill()
+        cluster.request("DELETE", f"/api/v1/namespaces/default/services/{name}")
+        cluster.request("DELETE", f"/api/v1/namespaces/default/endpoints/{name}")
+
+
+def test_the_kube_dns_service_is_left_to_the_nodes_dns_over_udp_and_tcp(cluster, kernel_proxy):
+    # kube-dns (10.96.0.10) has no endpoints: a proxy that took it would
+    # REJECT it; its service-proxy-name label keeps every proxy away, and
+    # the node's own DNS answers at that address, over UDP and TCP.
+    rules = nat_rules(cluster, "node1") + cluster.machines.run("node1", "iptables", "-S").stdout
+    assert "10.96.0.10" not in rules, [line for line in rules.splitlines() if "10.96.0.10" in line]
+    ask = ("import sys, dns.message, dns.query\n"
+           "question = dns.message.make_query('kube-dns.kube-system.svc.cluster.local', 'A')\n"
+           "for ask in (dns.query.udp, dns.query.tcp):\n"
+           "    print(ask(question, '10.96.0.10', timeout=5).answer[0][0])\n")
+    assert cluster.machines.run("node1", PY, "-c", ask).stdout.split() == ["10.96.0.10", "10.96.0.10"]
