@@ -49,7 +49,9 @@ demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows
 test: ## set up, then run every test (kubectl tests skip without kubectl unless GROUNDUP_REQUIRE_KUBECTL=1)
 	@$(SETUP) machine venv images kubectl
 	@# pytest exits 5 when it collected no test: a failure, never a pass.
-	$(PYTEST) tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
+	@# Two workers: Docker, the lessons and the machines on one, one test at a
+	@# time; the rest beside them (tests/conftest.py says which is which).
+	$(PYTEST) -n 2 --dist loadgroup tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
 
 test-common: venv ## the shared object model: manifests, validation, quantities, selectors
 	$(PYTEST) tests/common

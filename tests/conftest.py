@@ -64,3 +64,21 @@ def kubectl() -> str:
             pytest.fail(f"GROUNDUP_REQUIRE_KUBECTL=1 but {reason}")
         pytest.skip(reason)
     return path
+
+
+# `make test` runs the suite on two workers (pytest-xdist, --dist loadgroup).
+# Whatever shares this computer's state runs on one worker, one test at a
+# time, as in a plain run: Docker containers (any test using docker_client,
+# directly or through its fixtures), the lessons (fixed ports 6443, 8080,
+# 10255...), the machines (network namespaces, iptables) and the set-up
+# script. Everything else (an API server on a free loopback port, plain
+# code) runs beside them on the other worker.
+ONE_AT_A_TIME = ("tests/lessons/", "tests/network/", "tests/kubelet/", "tests/test_setup_machine.py",
+                 "tests/test_docker_requirement.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        where = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
+        if where.startswith(ONE_AT_A_TIME) or "docker_client" in item.fixturenames:
+            item.add_marker(pytest.mark.xdist_group("this-computer"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import time
 
 import pytest
 
@@ -19,6 +21,21 @@ LESSON_PORTS = (6443, 8080, 8000, 10255, 10256)
 
 
 def ports_in_use() -> list[int]:
+    """The lesson ports something listens on; a cluster that was just
+    stopped (the previous lesson's) is given up to 30 s to let go."""
+    deadline = time.monotonic() + 30
+    while (busy := _ports_taken()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return busy
+
+
+def who_listens(ports: list[int]) -> str:
+    """`ss`'s lines for those ports: which process holds them."""
+    shown = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True).stdout.splitlines()
+    return "\n".join(line for line in shown if any(f":{port} " in line for port in ports))
+
+
+def _ports_taken() -> list[int]:
     busy = []
     for port in LESSON_PORTS:
         with socket.socket() as probe:
@@ -38,7 +55,7 @@ def test_lesson(chapter, tmp_path, docker_client):
     if busy:
         pytest.fail(f"port(s) {', '.join(map(str, busy))} in use: the lessons run a cluster on "
                     f"{', '.join(map(str, LESSON_PORTS))}; stop what listens there (a cluster of your own?) "
-                    "and run again", pytrace=False)
+                    f"and run again:\n{who_listens(busy)}", pytrace=False)
     if uses_machines(lesson_files(chapter)) and os.geteuid() != 0:
         reason = "this lesson plays on machines made of namespaces (make machines), which needs root"
         if os.environ.get("GROUNDUP_REQUIRE_DOCKER") == "1":
