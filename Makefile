@@ -51,7 +51,7 @@ test: ## set up, then run every test (kubectl tests skip without kubectl unless 
 	@# pytest exits 5 when it collected no test: a failure, never a pass.
 	@# Two workers: Docker, the lessons and the machines on one, one test at a
 	@# time; the rest beside them (tests/conftest.py says which is which).
-	$(PYTEST) -n 2 --dist loadgroup tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
+	$(PYTEST) -n 2 tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
 
 test-common: venv ## the shared object model: manifests, validation, quantities, selectors
 	$(PYTEST) tests/common

@@ -97,9 +97,14 @@ class Kubenet:
         hairpin mode. The real kubelet's --hairpin-mode=hairpin-veth does
         this for each pod's veth; we do it for every port of cbr0 not yet
         in that mode, each time a pod's sandbox starts."""
-        shown = subprocess.run(["ip", "-d", "-json", "link", "show", "master", BRIDGE],
-                               capture_output=True, text=True)
-        for port in json.loads(shown.stdout or "[]"):
+        try:
+            shown = subprocess.run(["ip", "-d", "-json", "link", "show", "master", BRIDGE],
+                                   capture_output=True, text=True)
+            ports = json.loads(shown.stdout or "[]")
+        except (OSError, ValueError) as error:      # no `ip`, or output it cannot read: the pod runs anyway
+            self.log.warning("hairpin mode not set", obj=BRIDGE, error=str(error))
+            return
+        for port in ports:
             if not (port.get("linkinfo") or {}).get("info_slave_data", {}).get("hairpin"):
                 done = subprocess.run(["ip", "link", "set", "dev", port["ifname"], "type", "bridge_slave",
                                        "hairpin", "on"], capture_output=True, text=True)

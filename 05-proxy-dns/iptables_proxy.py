@@ -31,9 +31,10 @@ chain in the kernel), and the Service chain first sends a client seen
 within the timeout to the endpoint it had. UDP ports get the same rules
 with `-p udp` (the userspace mode proxies TCP only). Left out: kube-proxy
 also deletes the conntrack entries of a UDP endpoint that went (`conntrack
--D`), since a UDP "connection" has no end; ours lets them time out, so a
-client that keeps sending from one port keeps reaching a gone endpoint
-for up to conntrack's UDP timeout (30 s, 120 s once answered both ways).
+-D`), since a UDP "connection" has no end; ours lets them time out, and
+every packet restarts the entry's timer (30 s, 120 s once answered both
+ways), so a client that keeps sending from one port keeps reaching a gone
+endpoint for as long as it keeps sending.
 """
 from __future__ import annotations
 

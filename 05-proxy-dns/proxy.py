@@ -233,12 +233,12 @@ class Proxy:
     # [START proxy-sync]
     def _sync_userspace(self, wanted: dict) -> None:
         """Make listeners and rules match the Services; give each its endpoints."""
+        # TCP only: a UDP port needs a relay per client (iptables mode carries UDP).
+        wanted = {key: value for key, value in wanted.items() if value[0].protocol == "TCP"}
         for key in set(self.ports) - set(wanted):
             self.ports.pop(key).close()
             self.log.info("service port removed", obj=key)
         for key, (shape, endpoints) in wanted.items():
-            if shape.protocol != "TCP":
-                continue            # a UDP port needs a relay per client: iptables mode carries UDP
             current = self.ports.get(key)
             if current and current.shape() != shape:      # an address or port changed: start afresh
                 self.ports.pop(key).close()

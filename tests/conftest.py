@@ -66,19 +66,36 @@ def kubectl() -> str:
     return path
 
 
-# `make test` runs the suite on two workers (pytest-xdist, --dist loadgroup).
-# Whatever shares this computer's state runs on one worker, one test at a
-# time, as in a plain run: Docker containers (any test using docker_client,
-# directly or through its fixtures), the lessons (fixed ports 6443, 8080,
+# `make test` runs the suite on two workers (pytest-xdist). Whatever shares
+# this computer's state runs on one worker, one test at a time, as in a
+# plain run: Docker containers, the lessons (fixed ports 6443, 8080,
 # 10255...), the machines (network namespaces, iptables) and the set-up
 # script. Everything else (an API server on a free loopback port, plain
-# code) runs beside them on the other worker.
+# code) runs beside them on the other worker, a module at a time. The
+# worker is chosen by file (xdist's scheduler sees test ids, not fixtures),
+# so a test elsewhere that needs Docker is an error that names its file.
 ONE_AT_A_TIME = ("tests/lessons/", "tests/network/", "tests/kubelet/", "tests/test_setup_machine.py",
-                 "tests/test_docker_requirement.py")
+                 "tests/test_docker_requirement.py", "tests/apiserver/test_kubectl_versions.py",
+                 "tests/apiserver/test_pod_log.py", "tests/scheduler/test_with_kubelets.py")
+
+
+def shares_this_computer(nodeid: str) -> bool:
+    return nodeid.split("::")[0].startswith(ONE_AT_A_TIME)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneAtATimeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "this computer" if shares_this_computer(nodeid) else super()._split_scope(nodeid)
+
+    return OneAtATimeScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        where = Path(str(item.fspath)).resolve().relative_to(ROOT).as_posix()
-        if where.startswith(ONE_AT_A_TIME) or "docker_client" in item.fixturenames:
-            item.add_marker(pytest.mark.xdist_group("this-computer"))
+    astray = sorted({item.nodeid.split("::")[0] for item in items
+                     if "docker_client" in item.fixturenames and not shares_this_computer(item.nodeid)})
+    if astray:
+        raise pytest.UsageError(f"{', '.join(astray)} use Docker: add them to ONE_AT_A_TIME in tests/conftest.py, "
+                                "so that they run on the worker that has this computer to itself")
