@@ -2,8 +2,13 @@
 
 Validation checks one object on its own. Admission may look at the rest of
 the cluster, and may change the object: does its namespace exist, does a
-LimitRange fill in its resources, may it run privileged? Kubernetes runs an
-ordered chain of named plugins (`--enable-admission-plugins`); so do we:
+LimitRange fill in its resources, may it run privileged? Kubernetes runs
+named plugins, enabled with `--enable-admission-plugins`; so do we. Two
+simplifications: ours run in the order that flag gives (kube-apiserver
+ignores the flag's order and runs the enabled plugins in an order of its
+own, AllOrderedPlugins in pkg/kubeapiserver/options/plugins.go), and all of
+them run before validation (Kubernetes runs its mutating plugins, then
+validation, then its validating plugins; see the chapter's part 3).
 
 - NamespaceLifecycle: no new objects in a namespace that does not exist or
   is being deleted; the four system namespaces cannot be deleted. Deleting a
@@ -12,7 +17,10 @@ ordered chain of named plugins (`--enable-admission-plugins`); so do we:
   finalizer through namespaces/NAME/finalize, and the namespace goes.
 - LimitRanger: a LimitRange in the namespace fills in a container's missing
   requests and limits, and refuses more than its maximum.
-- DenyPrivileged: no privileged containers unless --allow-privileged.
+- DenyPrivileged: ours, not a Kubernetes plugin. No privileged containers
+  unless --allow-privileged. Kubernetes checks that flag in pod validation
+  (a 422, "disallowed by cluster policy"), and keeps privileged pods out of
+  a namespace with Pod Security Admission (its baseline level).
 - NoControllerManager: not a Kubernetes plugin. Chapter 02 runs an API
   server alone, so the server does the deletion work Kubernetes leaves to
   the controller manager: it empties a deleted namespace itself, and adds
@@ -23,9 +31,11 @@ ordered chain of named plugins (`--enable-admission-plugins`); so do we:
   namespace controller finds namespaces already empty, and Orphan and
   Foreground deletes act as Background.)
 
-Order matters: LimitRanger must see the object NamespaceLifecycle let in,
-and a plugin that changes the object (LimitRanger) runs before one that
-only checks it. Defaulting (common/defaults.py) runs before the chain.
+Order matters in our chain: LimitRanger must see the object
+NamespaceLifecycle let in, and a plugin that changes the object
+(LimitRanger) runs before one that only checks it. The default order keeps
+to that, as Kubernetes' fixed order does. Defaulting (common/defaults.py)
+runs before the chain.
 
 Beside the chain, what a DELETE decides (Kubernetes' deletion strategy):
 graceful pod deletion (a pod on a node is only marked for deletion, so its

@@ -1,9 +1,13 @@
 """The REST API: every /api/... and /apis/... request that names a resource.
 
-One function, `serve_resource`, is the path every request takes, in the
-order Kubernetes' own handler chain uses:
+One function, `serve_resource`, is the path every request takes:
 
     authenticate -> authorize -> decode -> admission -> validation -> storage
+
+Kubernetes' handler chain is the same but for admission, which it splits
+around validation: mutating admission, validation, validating admission,
+storage (k8s.io/apiserver pkg/endpoints/handlers/create.go). Ours has one
+admission step, before validation (admission.py).
 
 Authentication and authorization (gauntlet.py) let everyone through on
 the insecure port, as Kubernetes' insecure port did; on the secure port a

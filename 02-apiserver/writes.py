@@ -1,7 +1,9 @@
 """The write path: create, update, patch (and the namespace's /finalize).
 
 Every write goes decode -> admission -> validation -> storage, as the
-chapter's README draws it; update and patch go through `update_object`,
+chapter's README draws it (Kubernetes runs validation between mutating and
+validating admission; ours has one admission step, before it); update and
+patch go through `update_object`,
 which the subresources (/status, /scale, /binding) use too.
 """
 from __future__ import annotations
