@@ -1,4 +1,4 @@
-"""The kubelet's HTTP port (10255), as the real kubelet's read-only port had it.
+"""The kubelet's HTTP port (10255), after the real kubelet's read-only port.
 
     GET /healthz                                   "ok", to anyone
     GET /pods                                      a PodList, with status
@@ -10,7 +10,10 @@ so with --authentication-token-file only two clients may read it: the API
 server (for `kubectl logs`), presenting that token, and this machine itself
 (loopback). Without the flag anyone who reaches the port may, as on
 Kubernetes' read-only port: fine for chapter 01's kubelet alone on your
-machine, not for a node in a cluster.
+machine, not for a node in a cluster. Kubernetes' read-only port serves
+/pods, /healthz, stats and metrics but never logs (those, and exec, are on
+the authenticated port 10250: pkg/kubelet/server/server.go), and is off
+for a kubelet that reads a configuration file (readOnlyPort defaults to 0).
 """
 from __future__ import annotations
 

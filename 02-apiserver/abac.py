@@ -25,9 +25,13 @@ A request is allowed when any one line matches it, and refused otherwise
   `nonResourcePath` equals the path, or is "*", or ends in "*" and is a
   prefix of it ("/apis/*", "/api*").
 
-There is no verb field: ABAC only knows "read" or "everything". That, and no
-way to name one subresource, is why Kubernetes moved on to RBAC, where a rule
-lists verbs and "pods/status" separately; see the chapter README.
+There is no verb field: ABAC only knows "read" or "everything", and no way
+to name one subresource; an RBAC rule lists verbs and "pods/status"
+separately. But the reason Kubernetes gave for moving on to RBAC (1.6) was
+another: an ABAC policy is a file on the master, so a change needs root there
+and a restart of the API server, while RBAC's roles and bindings are API
+objects, changed while the cluster runs, whose management can be delegated
+("RBAC Support in Kubernetes", kubernetes.io blog, 2017; see part 3).
 
 Blank lines and lines starting with `#` are skipped, as in Kubernetes. We
 are stricter than Kubernetes in one way: an unknown field (say "readOnly")

@@ -37,8 +37,14 @@ How it stays up to date (the same contract client-go's reflector relies on):
 Handlers run one at a time on the informer's thread, see each change
 exactly once, and never see an object older than one they already saw
 (we compare resourceVersions as numbers, which is what this server, like
-etcd, hands out). Handlers must not modify the objects they are given: the
-cache holds the same dicts. Copy first (copy.deepcopy) to change one.
+etcd, hands out). That is a liberty a client of our server may take, but
+not a client written for Kubernetes 1.32: its API contract calls
+resourceVersions opaque strings, to compare only for equality, until 1.35
+made ordering between versions of one resource part of it (KEP-5504;
+kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions).
+
+Handlers must not modify the objects they are given: the cache holds the
+same dicts. Copy first (copy.deepcopy) to change one.
 
     informer = Informer(client, "v1", "pods", field_selector="spec.nodeName=node1")
     informer.add_handler(on_add=start_pod, on_update=sync_pod, on_delete=stop_pod)
