@@ -48,7 +48,8 @@ def unsupported(pod: dict) -> list[str]:
 
 
 class FileSource:
-    """Pods from --manifests DIR (the real kubelet's --pod-manifest-path)."""
+    """Pods from --manifests DIR (the real kubelet's --pod-manifest-path, a flag
+    it deprecates in favour of staticPodPath in its configuration file)."""
 
     def __init__(self, directory: str, node_name: str, log: EventLogger, name_suffix: bool = False):
         self.directory = directory
