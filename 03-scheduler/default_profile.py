@@ -1,10 +1,19 @@
 """The default profile: which plugins run, in what order, and how much each score weighs.
 
 Filters run in this order and a node stops at its first "no", so the
-order decides which reason a rejected node is counted under. It follows
-Kubernetes' default profile (cheap checks on the node itself first, checks
-that look at other pods last). The weights are Kubernetes' defaults too:
-taints count three times, node affinity twice, the rest once.
+order decides which reason a rejected node is counted under. After our own
+NodeConditions (Kubernetes reads node conditions as taints instead), it
+follows Kubernetes 1.32's default profile: cheap checks on the node itself
+first, checks that look at other pods last.
+
+The scores are a simplification. Ours are the seed posts' scheduler's:
+LeastAllocated, BalancedAllocation and SelectorSpread once each, node
+affinity twice, taints three times. Kubernetes 1.32 weighs taints 3, node
+affinity 2, NodeResourcesFit 1 (least-allocated is its default scoring
+strategy, not a plugin of its own), PodTopologySpread 2 (SelectorSpread's
+successor; SelectorSpread was removed in 1.29), InterPodAffinity 2,
+BalancedAllocation 1 and ImageLocality 1
+(pkg/scheduler/apis/config/v1/default_plugins.go, getDefaultPlugins).
 
 To change the policy, change this list: a new score plugin is a class with
 a name and a score() method (see the chapter's exercises).

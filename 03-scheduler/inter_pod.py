@@ -7,6 +7,12 @@
 - SelectorSpread (score): the seed post's rule that we "would not want this
   pod on a node already running an instance of it". Pods of the same owner
   (a ReplicaSet, say) or behind the same Service count as instances.
+  Kubernetes removed this plugin in 1.29; in 1.32 PodTopologySpread does the
+  job, with default constraints (per hostname and per zone) for a pod that
+  sets none, and those apply only to pods a Service, ReplicaSet,
+  StatefulSet or ReplicationController selects (kubernetes.io/docs/concepts/
+  scheduling-eviction/topology-spread-constraints, "Cluster-level default
+  constraints"). We keep SelectorSpread: it shows the idea in a few lines.
 
 "Near" is a topology domain: nodes that share a value of the term's
 topologyKey. With kubernetes.io/hostname every node is its own domain; with

@@ -14,6 +14,8 @@ Plugins here:
 - NodeResourcesFit (filter): do the pod's requests fit in what the node has
   left? "Too many pods", "Insufficient cpu", "Insufficient memory", ...
 - NodeResourcesLeastAllocated (score): prefer the emptiest node, so load spreads.
+  (In Kubernetes 1.32 this is not a plugin of its own but NodeResourcesFit's
+  default scoring strategy, LeastAllocated; a plugin here reads more simply.)
 - NodeResourcesBalancedAllocation (score): prefer nodes where cpu and memory
   fill up evenly, so no node ends with free cpu and no memory to use it.
 """
