@@ -184,10 +184,12 @@ def fit_error(node_count: int, failures: dict[str, tuple[str, tuple[str, ...]]])
 
     Each reason counted over the nodes, written "<count> <reason>", sorted
     as text (so "10 ..." comes before "2 ...", exactly as Kubernetes sorts).
-    Kubernetes 1.32 then appends what its preemption plugin found ("preemption:
-    0/3 nodes are available: 3 No preemption victims found for incoming pod.";
-    pkg/scheduler/framework/types.go, FitError.Error). We have no preemption,
-    so our message ends after the first sentence."""
+    Kubernetes 1.32 then appends what its preemption plugin found, here
+    "preemption: 0/3 nodes are available: 1 No preemption victims found for
+    incoming pod, 2 Preemption is not helpful for scheduling." (a cordon is
+    not something evicting pods can fix; pkg/scheduler/framework/types.go,
+    FitError.Error). We have no preemption, so ours ends after the first
+    sentence."""
     counts: Counter[str] = Counter()
     for _, reasons in failures.values():
         counts.update(reasons)
