@@ -29,7 +29,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from common.polling import wait_for  # noqa: E402
 from finale import run, urls  # noqa: E402
-from machine_cluster import Cluster, free_subnet, ready  # noqa: E402
+from machine_cluster import Cluster, free_subnet  # noqa: E402
 from machines import Machines  # noqa: E402
 
 
@@ -54,12 +54,8 @@ def main() -> int:
         print(f"machines up: master {machines.address('master')}, node1 {machines.address('node1')}, "
               f"node2 {machines.address('node2')}", flush=True)
         # A node monitor of seconds, not Kubernetes' 40: the demo waits less.
-        cluster.start_control_plane("--node-monitor-grace-period", "6", "--node-monitor-period", "1")
-        cluster.start("scheduler", "master", "03-scheduler/scheduler.py", "--apiserver", cluster.api)
-        for node in ("node1", "node2"):
-            cluster.join(node, proxy_mode="iptables")
-        wait_for(lambda: all(ready(cluster.node(n)) for n in ("node1", "node2")), 90,
-                 what="node1 and node2 Ready with their pod ranges")
+        cluster.bring_up("--node-monitor-grace-period", "6", "--node-monitor-period", "1", scheduler=True,
+                         proxy_mode="iptables")
         print("cluster up: API server, controller manager, scheduler; kubelet, route agent, proxy "
               "(iptables mode) and DNS on each node\n"
               "deploying 05-proxy-dns/manifests/two-tier.yaml, then asking the frontend's node port "
@@ -80,8 +76,7 @@ def main() -> int:
         print(f"\nthe demo failed; the components' logs:\n{cluster.logs()}", file=sys.stderr)
         raise
     finally:
-        for key in list(cluster.processes):
-            cluster.stop(key)
+        cluster.tear_down()
         machines.down()
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -52,6 +52,23 @@ class Cluster:
     def api(self) -> str:
         return f"http://{self.machines.address('master')}:8080"
 
+    def bring_up(self, *controller_flags: str, scheduler: bool = False, proxy_mode: str = "userspace",
+                 nodes: tuple[str, ...] = ("node1", "node2")) -> None:
+        """The control plane (and the scheduler, if asked), then the nodes,
+        and wait until every node is Ready with its pod range."""
+        self.start_control_plane(*controller_flags)
+        if scheduler:
+            self.start("scheduler", "master", "03-scheduler/scheduler.py", "--apiserver", self.api)
+        for node in nodes:
+            self.join(node, proxy_mode=proxy_mode)
+        wait_for(lambda: all(ready(self.node(n)) for n in nodes), 90,
+                 what=f"{' and '.join(nodes)} Ready with their pod ranges")
+
+    def tear_down(self) -> None:
+        """Stop every process started here (the machines' pods and rules stay)."""
+        for key in list(self.processes):
+            self.stop(key)
+
     def start_control_plane(self, *controller_flags: str) -> None:
         """The API server (with the kube-dns Service), the controller
         manager (with these flags) and a route agent on master, which

@@ -147,10 +147,7 @@ def start_cluster(workdir: Path) -> Cluster:
                         names=("master", "node1", "node2", "node3"))
     machines.up()
     cluster = Cluster(machines, workdir)
-    cluster.start_control_plane("--controllers", "nodeipam,endpoints")
-    for node in ("node1", "node2"):
-        cluster.join(node)
-    wait_for(lambda: all(ready(cluster.node(n)) for n in ("node1", "node2")), 60, what="nodes Ready")
+    cluster.bring_up("--controllers", "nodeipam,endpoints")
     return cluster
 
 
@@ -239,8 +236,7 @@ def main() -> int:
                                                     str(ROOT / "05-proxy-dns"), str(ROOT), timeout=300).stdout)
     finally:
         if cluster is not None:
-            for key in list(cluster.processes):
-                cluster.stop(key)
+            cluster.tear_down()
             cluster.machines.down()
         shutil.rmtree(workdir, ignore_errors=True)
 

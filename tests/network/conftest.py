@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from machines import Machines
-from network_harness import Cluster, free_subnet, ready, require
-from polling import wait_for
+from network_harness import Cluster, free_subnet, require
 
 
 @pytest.fixture(scope="module")
@@ -32,15 +31,10 @@ def cluster(machines):
     workdir = Path(tempfile.mkdtemp(prefix="groundup-network-", dir="/var/tmp"))  # not /tmp: each machine has its own
     made = Cluster(machines, workdir)
     try:
-        made.start_control_plane("--controllers", "nodeipam,endpoints")
-        for node in ("node1", "node2"):
-            made.join(node)
-        wait_for(lambda: all(ready(made.node(n)) for n in ("node1", "node2")), 60,
-                 what="node1 and node2 Ready with their podCIDRs")
+        made.bring_up("--controllers", "nodeipam,endpoints")
         yield made
     finally:
-        for key in list(made.processes):
-            made.stop(key)
+        made.tear_down()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

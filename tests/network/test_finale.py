@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 import finale
-from network_harness import Cluster, ready
-from polling import wait_for
+from network_harness import Cluster
 
 
 @pytest.fixture(scope="module")
@@ -26,16 +25,11 @@ def full_cluster(machines):
     workdir = Path(tempfile.mkdtemp(prefix="groundup-finale-", dir="/var/tmp"))  # not /tmp: each machine has its own
     made = Cluster(machines, workdir)
     try:
-        made.start_control_plane("--node-monitor-grace-period", "6", "--node-monitor-period", "1")
-        made.start("scheduler", "master", "03-scheduler/scheduler.py", "--apiserver", made.api)
-        for node in ("node1", "node2"):
-            made.join(node, proxy_mode="iptables")
-        wait_for(lambda: all(ready(made.node(n)) for n in ("node1", "node2")), 60,
-                 what="node1 and node2 Ready with their podCIDRs")
+        made.bring_up("--node-monitor-grace-period", "6", "--node-monitor-period", "1", scheduler=True,
+                      proxy_mode="iptables")
         yield made
     finally:
-        for key in list(made.processes):
-            made.stop(key)
+        made.tear_down()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
