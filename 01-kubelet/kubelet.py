@@ -426,9 +426,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cluster-domain", default="cluster.local", help="the cluster's DNS domain")
     parser.add_argument("--node-status-update-frequency", type=seconds, default=10.0,
                         help="with an API server: how often the node's Ready heartbeat is renewed (default 10s)")
+    parser.add_argument("--system-reserved", default="",
+                        help="with an API server: what the operating system keeps, e.g. cpu=250m,memory=256Mi; "
+                             "the node's allocatable is its capacity minus this and --kube-reserved")
+    parser.add_argument("--kube-reserved", default="",
+                        help="with an API server: what Kubernetes' own daemons keep (same form)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser, default_server=None)
     args = parser.parse_args(argv)
+    from node_status import ReservationError, allocatable, machine_capacity, parse_reservation
+    try:
+        args.reserved = (parse_reservation("--system-reserved", args.system_reserved),
+                         parse_reservation("--kube-reserved", args.kube_reserved))
+        allocatable(machine_capacity(), *args.reserved)      # more than the machine has: say so now
+    except ReservationError as error:
+        parser.error(str(error))
     if args.sync_frequency <= 0 or args.backoff_initial <= 0 or args.backoff_max < args.backoff_initial:
         parser.error("--sync-frequency and --backoff-initial must be above 0, and --backoff-max at least --backoff-initial")
     return args
@@ -442,7 +454,7 @@ def join_cluster(args: argparse.Namespace, client, runtime: DockerRuntime, log: 
     from node_status import node_object
 
     node = node_object(args.node_name, args.node_ip or default_node_ip(client.connection.server),
-                       args.read_only_port, runtime.version())
+                       args.read_only_port, runtime.version(), args.reserved)
     network = kubelet.network
     NodeRegistration(client, node, args.node_status_update_frequency, log,
                      not_ready=network.not_ready if network else None).start()

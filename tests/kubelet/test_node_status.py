@@ -2,8 +2,15 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 import node_status
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_node_describes_this_machine():
@@ -32,3 +39,35 @@ def test_a_heartbeat_renews_the_time_and_keeps_the_transition():
     renewed = node_status.heartbeat(node)["conditions"][0]
     assert renewed["lastTransitionTime"] == "2026-01-01T00:00:00Z"
     assert renewed["lastHeartbeatTime"] != "2026-01-01T00:00:00Z" and renewed["status"] == "True"
+
+
+def test_allocatable_is_capacity_minus_both_reservations():
+    from common.quantity import parse_quantity as q
+    system = node_status.parse_reservation("--system-reserved", "cpu=250m,memory=256Mi")
+    kube = node_status.parse_reservation("--kube-reserved", "cpu=100m, ephemeral-storage=1Gi")
+    node = node_status.node_object("node1", "10.213.0.5", 10255, "20.10.24", (system, kube))
+    capacity, allocatable = node["status"]["capacity"], node["status"]["allocatable"]
+    assert q(capacity["cpu"]) - q(allocatable["cpu"]) == q("350m")
+    assert q(capacity["memory"]) - q(allocatable["memory"]) == q("256Mi")
+    assert q(capacity["ephemeral-storage"]) - q(allocatable["ephemeral-storage"]) == q("1Gi")
+    assert allocatable["pods"] == capacity["pods"]
+    from common.validate import validate_object
+    assert validate_object("", "Node", node, namespaced=False) == []
+
+
+@pytest.mark.parametrize("text, says", [
+    ("cpu", "give resource=quantity pairs"),
+    ("gpu=1", "the resource one of cpu, memory, ephemeral-storage"),
+    ("memory=lots", "invalid quantity 'lots'"),
+    ("cpu=-1", "cannot be negative"),
+])
+def test_a_bad_reservation_is_refused_naming_the_flag_and_the_pair(text, says):
+    with pytest.raises(node_status.ReservationError) as refused:
+        node_status.parse_reservation("--system-reserved", text)
+    assert str(refused.value).startswith(f"--system-reserved: {text.split(',')[0]!r}") and says in str(refused.value)
+
+
+def test_the_kubelet_will_not_start_reserving_more_than_the_machine_has():
+    done = subprocess.run([sys.executable, str(ROOT / "01-kubelet" / "kubelet.py"), "--kube-reserved",
+                           f"cpu={(os.cpu_count() or 1) + 1}"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "the reservations keep" in done.stderr and "more than the node has" in done.stderr
