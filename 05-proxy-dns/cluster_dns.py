@@ -46,6 +46,7 @@ import dns.reversename
 import dns.rrset
 
 from common import kubeconfig
+from common.client import client_from_args
 from common.informer import Informer
 from common.log import get_logger
 from common.processes import stop_on_signals
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster-domain", default="cluster.local", help="the cluster's domain (default %(default)s)")
     kubeconfig.add_flags(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    client = kubeconfig.client_from_args(args, "dns", log)
+    client = client_from_args(args, "dns", log)
     if client is None:
         return 2
     services, endpoints = Informer(client, "v1", "services").start(), Informer(client, "v1", "endpoints").start()

@@ -39,7 +39,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from common import kubeconfig
-from common.client import APIClient
+from common.client import APIClient, client_from_args
 from common.informer import Informer
 from common.log import get_logger
 from common.processes import stop_on_signals
@@ -359,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         cleanup()
         iptables_proxy.cleanup()
         return 0
-    client = kubeconfig.client_from_args(args, "proxy", log)
+    client = client_from_args(args, "proxy", log)
     if client is None:
         return 2
     stop = stop_on_signals()

@@ -32,7 +32,7 @@ import sys
 import threading
 
 from common import kubeconfig
-from common.client import APIClient
+from common.client import APIClient, client_from_args
 from common.informer import Informer
 from common.log import get_logger
 from common.processes import stop_on_signals
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         for cidr in current_routes():
             ip("route", "del", cidr, "proto", PROTO)
         return 0
-    client = kubeconfig.client_from_args(args, f"route-agent/{args.node_name}", log)
+    client = client_from_args(args, f"route-agent/{args.node_name}", log)
     if client is None:
         return 2
     stop = stop_on_signals()

@@ -45,7 +45,7 @@ import requests
 import urllib3
 
 from common.backoff import Backoff
-from common.kubeconfig import Connection
+from common.kubeconfig import Connection, KubeconfigError, from_args
 from common.log import get_logger
 
 log = get_logger("client")
@@ -432,3 +432,13 @@ def _short(error: Exception) -> str:
     cause = error.args[0] if error.args else error
     reason = getattr(cause, "reason", None)
     return f"{type(error).__name__}: {reason or cause}"
+
+
+def client_from_args(args, user_agent: str, log) -> APIClient | None:
+    """The API client the flags (common.kubeconfig.add_flags) describe, or
+    None after logging why not (the caller exits with 2, a usage error)."""
+    try:
+        return APIClient(from_args(args), user_agent=user_agent)
+    except KubeconfigError as error:
+        log.error("cannot use the kubeconfig", error=str(error))
+        return None

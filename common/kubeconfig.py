@@ -113,14 +113,3 @@ def _ca_file(cluster: dict, path: Path) -> str | None:
             f.write(pem)
         return name
     return None
-
-
-def client_from_args(args: argparse.Namespace, user_agent: str, log):
-    """The API client the flags describe, or None after logging why not
-    (the caller exits with 2, a usage error)."""
-    from common.client import APIClient
-    try:
-        return APIClient(from_args(args), user_agent=user_agent)
-    except KubeconfigError as error:
-        log.error("cannot use the kubeconfig", error=str(error))
-        return None
