@@ -35,6 +35,7 @@ from common.events import EventRecorder
 from common.informer import Informer
 from common.log import get_logger
 from common.keys import object_key
+from common.times import rfc3339
 from default_profile import default_framework
 from framework import Decision
 from pod_info import PodInfo
@@ -193,7 +194,7 @@ class Scheduler:
         since = current.get("lastTransitionTime") if current and current.get("status") == "False" else None
         condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                      "message": decision.message, "lastProbeTime": None,
-                     "lastTransitionTime": since or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                     "lastTransitionTime": since or rfc3339()}
         # Written here, on the scheduling thread, not by a binder: a later
         # binding of this same pod must not be overtaken by this older news.
         try:

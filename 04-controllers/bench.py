@@ -35,6 +35,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "02-apiserver"), str(ROOT / "tests"), str(ROOT / "tests" / "apiserver")]
 from apiserver_harness import APIServer  # noqa: E402
+from common.times import rfc3339 as now  # noqa: E402
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 _REQUEST_LINE = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$', re.M)
@@ -76,7 +77,6 @@ class FakeKubelet(threading.Thread):
             return                       # the server stopped at the end of the run
 
     def mark_pods_ready(self) -> None:
-        now = lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # noqa: E731
         with self.session.get(f"{self.url}/api/v1/namespaces/default/pods", params={"watch": "true"},
                               stream=True, timeout=3600) as watch:
             import json
