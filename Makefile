@@ -95,10 +95,10 @@ lesson-04: venv images ## run chapter 04's README as a lesson, command by comman
 bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rolled, writes per replica, idle requests (ARGS="--replicas 30": quick)
 	$(PY) 04-controllers/bench.py $(ARGS)
 
-test-05: venv images ## chapter 05: the pod network on three machines made of namespaces (as root)
+test-05: venv images ## chapter 05: the pod network, services, DNS and the finale, on three machines made of namespaces (as root)
 	$(PYTEST) tests/network
 
-lesson-05: venv images ## run chapter 05's README as a lesson, on machines it makes (as root)
+lesson-05: venv images ## run chapter 05's three parts as a lesson, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 05-proxy-dns
 
 bench-05: venv images ## (root) chapter 05 benchmark: pod-to-pod throughput and latency vs node-to-node, time for a joining node's routes
