@@ -34,10 +34,10 @@ from app import DEFAULTS, create_app  # noqa: E402
 from file_store import StoreError  # noqa: E402
 from gauntlet import SecurePort  # noqa: E402
 from http_server import APIHTTPServer, Limits, tls_context  # noqa: E402
-from tokens import TokenFileError  # noqa: E402
+from tokens import TokenFileError as TokenAuthFileError  # noqa: E402  (--token-auth-file)
 from common.addresses import this_machines_address  # noqa: E402
 from common.log import get_logger  # noqa: E402
-from common.token_file import TokenFileError, read_token_file  # noqa: E402
+from common.token_file import TokenFileError, read_token_file  # noqa: E402  (--kubelet-client-token-file)
 
 log = get_logger("apiserver")
 
@@ -148,7 +148,7 @@ def main(argv=None) -> int:
                           "SERVICE_NODE_PORT_RANGE": args.service_node_port_range,
                           "SECURE_PORT": args.secure_port if args.tls_cert_file else None,
                           "ADVERTISE_ADDRESS": advertise_address(args)})
-    except (StoreError, TokenFileError, PolicyFileError) as error:
+    except (StoreError, TokenAuthFileError, TokenFileError, PolicyFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     limits = Limits(max_body_bytes=args.max_request_bytes, request_timeout=args.request_timeout,

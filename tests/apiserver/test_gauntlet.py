@@ -200,6 +200,9 @@ def test_a_bad_token_or_policy_file_stops_the_server_naming_the_line(tmp_path, c
          "--tls-private-key-file", str(certs / "apiserver.key"), *sum(([k, v] for k, v in files.items()), [])],
         capture_output=True, text=True, timeout=30)
     assert result.returncode == 1 and words in result.stderr and str(bad) in result.stderr, result.stderr
+    # One line that says what is wrong, not a traceback that happens to contain it.
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and words in last and "Traceback" not in result.stderr, result.stderr
 
 
 def test_the_secure_port_without_a_token_file_is_refused(tmp_path, certs):
