@@ -97,13 +97,15 @@ class WatchCache:
             position = self._position_after(rv)
         while time.monotonic() < deadline:    # also for a watcher that never catches up
             with self._changed:
-                if position < self._next - self._capacity:
-                    raise Expired("the watcher fell behind the kept history")
                 if position == self._next:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return
                     self._changed.wait(min(remaining, wakeup))
+                # Checked after the wait too: a burst meanwhile may have
+                # overwritten events this watcher has not been sent.
+                if position < self._next - self._capacity:
+                    raise Expired("the watcher fell behind the kept history")
                 batch = [self._ring[i % self._capacity] for i in range(position, self._next)]
                 position = self._next
             yield from batch              # sent outside the lock: writers never wait for a slow client

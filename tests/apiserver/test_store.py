@@ -217,3 +217,25 @@ def test_a_write_that_changes_nothing_takes_no_version_even_without_one(store):
         return current
     again = store.update(PODS, "default", "same", unconditional)
     assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_a_watcher_that_falls_behind_while_waiting_is_expired_not_sent_overwritten_events():
+    from watch_cache import Event, WatchCache
+    cache = WatchCache(capacity=3, start_rv=0)
+    cache.append(Event("ADDED", 1, None, "default", {"n": 1}))
+    events = cache.events_after(1, deadline=time.monotonic() + 5, wakeup=5)
+
+    def burst():
+        # Five events while the watcher sleeps, two more than are kept, all
+        # before it can wake (the cache's condition is held throughout).
+        time.sleep(0.2)
+        with cache._changed:
+            for rv in range(2, 7):
+                cache.append(Event("ADDED", rv, None, "default", {"n": rv}))
+    waiting = threading.Thread(target=burst)
+    waiting.start()
+    with pytest.raises(Expired):
+        for event in events:
+            if event is not None:
+                pytest.fail(f"sent event {event.obj} after falling behind the kept history")
+    waiting.join()
