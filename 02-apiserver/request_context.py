@@ -45,17 +45,6 @@ def selectors(info):
     return labels, fields
 
 
-def _wants_table() -> bool:
-    return "as=Table" in request.headers.get("Accept", "")
-
-
-def _include_object() -> str:
-    value = request.args.get("includeObject", "Metadata")
-    if value not in ("None", "Metadata", "Object"):
-        raise api_errors.bad_request(f"includeObject must be None, Metadata or Object, not {value!r}")
-    return value
-
-
 def existing(info) -> dict:
     obj = server().store.get(info.resource, info.namespace, info.name)
     if obj is None:
