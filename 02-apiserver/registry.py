@@ -50,6 +50,8 @@ class Resource:
 ALL = ("all",)
 
 # [START resource-table]
+# Each row: group ("" = core), version, kind, plural, namespaced?, short
+# names, subresources, categories (ALL: `kubectl get all` shows it).
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",), ("status", "finalize"),
              selectable_fields=("status.phase",)),

@@ -1,6 +1,8 @@
 """The REST API: every /api/... and /apis/... request that names a resource.
 
-One function, `serve_resource`, is the path every request takes:
+Every request goes through one door, `serve_resource`, which authenticates,
+authorizes and hands it to the handler for its verb (a create's, in
+writes.py, does the rest), so every write takes the same path:
 
     authenticate -> authorize -> decode -> admission -> validation -> storage
 
