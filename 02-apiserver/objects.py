@@ -4,7 +4,8 @@ On create the server names it (generateName), gives it a uid, a creation
 time and generation 1; on update it keeps those, counts a new generation when
 the spec changes, and keeps the parts a request is not allowed to change: the
 main resource may not write status, and /status may write nothing else.
-Kubernetes keeps these rules in a per-kind "strategy"; here they are one
+Kubernetes keeps these rules in a per-kind "strategy" (an object of rules
+for creating, updating and validating that kind); here they are one
 small module, since our kinds differ only in whether they have a status.
 """
 from __future__ import annotations

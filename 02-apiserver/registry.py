@@ -72,7 +72,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
     Resource("", "v1", "Secret", "secrets", True, (), selectable_fields=("type",)),
     Resource("", "v1", "LimitRange", "limitranges", True, ("limits",)),
-    # The seed posts' replication controller: a ReplicaSet whose selector is a plain label map.
+    # The original blog posts' replication controller: a ReplicaSet whose selector is a plain label map.
     Resource("", "v1", "ReplicationController", "replicationcontrollers", True, ("rc",),
              ("status", "scale"), ALL),
     Resource("apps", "v1", "ReplicaSet", "replicasets", True, ("rs",), ("status", "scale"), ALL),
