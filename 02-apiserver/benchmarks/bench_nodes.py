@@ -493,8 +493,12 @@ class ApiPath:
             conditions = ((node.get("status") or {}).get("conditions") or []) if code == 200 else []
             return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
         wait_for(node_ready, 60, "the kubelet's node was not Ready", *self.logs)
-        wait_for(lambda: any(r.client == KUBELET_ADDRESS and kind_of(r, self.node) == "watches" and "/pods" in r.path
-                             for r in self.log.between()), 30, "the kubelet did not watch its pods", *self.logs)
+        # The kubelet's pod informer has listed its pods: it watches from
+        # that list's version on, so a pod created from now on is not missed.
+        # (The access log cannot tell: it writes a watch's line when it ends.)
+        listed = f"informer INFO pods spec.nodeName={self.node}: listed"
+        wait_for(lambda: listed in self.kubelet.output.path.read_text(errors="replace"), 30,
+                 "the kubelet did not list and watch its pods", *self.logs)
         _, listing = api(self.port, "GET", f"/api/v1/namespaces/{NAMESPACE}/pods")
         self.watch = PodWatch(self.port, listing["metadata"]["resourceVersion"])
         self.run.defer(self.watch.stop)
