@@ -438,7 +438,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     try:
         args.reserved = (parse_reservation("--system-reserved", args.system_reserved),
                          parse_reservation("--kube-reserved", args.kube_reserved))
-        allocatable(machine_capacity(), *args.reserved)      # more than the machine has: say so now
+        if any(args.reserved):                                 # more than the machine has: say so now
+            allocatable(machine_capacity(), *args.reserved)
     except ReservationError as error:
         parser.error(str(error))
     if args.sync_frequency <= 0 or args.backoff_initial <= 0 or args.backoff_max < args.backoff_initial:

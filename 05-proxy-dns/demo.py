@@ -15,7 +15,6 @@ the demo says so and runs chapter 04's, on this one machine.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -30,18 +29,11 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 from common.polling import wait_for  # noqa: E402
 from finale import run, urls  # noqa: E402
 from machine_cluster import Cluster, free_subnet  # noqa: E402
-from machines import Machines  # noqa: E402
-
-
-def why_not_machines() -> str | None:
-    if os.geteuid() != 0:
-        return "the three machines are network namespaces: run the demo as root (sudo make demo)"
-    missing = [tool for tool in ("ip", "iptables", "nsenter", "unshare", "dockerd") if not shutil.which(tool)]
-    return f"the machines need {', '.join(missing)} (make setup installs them)" if missing else None
+from machines import Machines, missing_requirements  # noqa: E402
 
 
 def main() -> int:
-    problem = why_not_machines()
+    problem = missing_requirements()
     if problem:
         print(f"chapter 05's demo: {problem}; running chapter 04's on this machine instead\n", flush=True)
         return subprocess.call([sys.executable, str(HERE.parent / "04-controllers" / "demo.py")])

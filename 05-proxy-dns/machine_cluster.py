@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import subprocess
 import sys
 import uuid
@@ -24,7 +23,7 @@ import yaml
 
 from common.polling import wait_for
 from common.processes import stop_within
-from machines import Machines
+from machines import Machines, covering_route, host_routes
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -33,13 +32,13 @@ CLUSTER_DNS = "10.96.0.10"
 
 
 def free_subnet() -> str:
-    """A /24 of 10.213.0.0/16 that no route of this host covers."""
-    routes = subprocess.run(["ip", "-json", "route", "show"], capture_output=True, text=True).stdout
-    taken = {int(third) for third in re.findall(r'"dst":"10\.213\.(\d+)\.', routes)}
+    """A /24 of 10.213.100.0-10.213.249.255 that no route of this host
+    covers (machines.py's own test, which `up` makes again)."""
+    routes = host_routes()
     for third in random.sample(range(100, 250), 150):
-        if third not in taken:
+        if covering_route(f"10.213.{third}.0/24", routes) is None:
             return f"10.213.{third}.0/24"
-    raise RuntimeError("no free /24 in 10.213.0.0/16")
+    raise RuntimeError("no free /24 in 10.213.100.0-10.213.249.255: routes of this host cover them all")
 
 
 @dataclass
@@ -85,9 +84,9 @@ class Cluster:
         self.route_agent("master")
 
     def start(self, key: str, machine: str, *argv: str) -> subprocess.Popen:
-        log = open(self.workdir / f"{key}.log", "ab")
-        process = self.machines.popen(machine, [PY, str(ROOT / argv[0]), *argv[1:]], stdout=log, stderr=subprocess.STDOUT,
-                                      stdin=subprocess.DEVNULL)
+        with open(self.workdir / f"{key}.log", "ab") as log:        # the child keeps its own copy
+            process = self.machines.popen(machine, [PY, str(ROOT / argv[0]), *argv[1:]], stdout=log,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.processes[key] = process
         return process
 

@@ -159,23 +159,17 @@ class Machines:
             self._load_images(name)
 
     def _check_requirements(self) -> None:
-        if os.geteuid() != 0:
-            raise MachineError("making machines needs root (network namespaces, bridges, mounts): run it with sudo")
-        tools = ("ip", "iptables", "nsenter", "unshare", "dockerd", "docker")
-        missing = [tool for tool in tools if not shutil.which(tool)]
-        if missing:
-            raise MachineError(f"missing: {', '.join(missing)} (run `make setup` first)")
+        problem = missing_requirements()
+        if problem:
+            raise MachineError(problem)
 
     def _check_subnet_is_free(self) -> None:
         """Refuse a subnet any route of this machine already covers (its own
         network, a VPN, Docker's): our machines would hide it, or it them."""
-        routes = json.loads(sh("ip", "-json", "route", "show").stdout or "[]")
-        for route in routes:
-            if route["dst"] == "default" or route.get("dev") == self.bridge:
-                continue
-            if ipaddress.ip_network(route["dst"], strict=False).overlaps(self.subnet):
-                raise MachineError(f"{self.subnet} is already routed on this host ({route['dst']} dev "
-                                   f"{route.get('dev')}): choose another with --subnet")
+        route = covering_route(self.subnet, host_routes(), ignore_dev=self.bridge)
+        if route:
+            raise MachineError(f"{self.subnet} is already routed on this host ({route}): "
+                               "choose another with --subnet")
 
     def _forward_rules(self) -> list[list[str]]:
         """The host's firewall sees frames crossing the bridge too (Docker
@@ -363,6 +357,31 @@ class Machines:
                 docker = "running" if self.run(name, "docker", "info", check=False).returncode == 0 else "stopped"
             rows.append(f"{name:<10}{self.address(name):<16}{docker}")
         return "\n".join(rows)
+
+
+def missing_requirements() -> str | None:
+    """Why machines cannot be made here (not root, a tool missing), or None:
+    for `up`, and for the demo and tests, which say it and do without."""
+    if os.geteuid() != 0:
+        return "making machines needs root (network namespaces, bridges, mounts): run it with sudo"
+    missing = [tool for tool in ("ip", "iptables", "nsenter", "unshare", "dockerd", "docker") if not shutil.which(tool)]
+    return f"missing: {', '.join(missing)} (run `make setup` first)" if missing else None
+
+
+def host_routes() -> list[dict]:
+    return json.loads(sh("ip", "-json", "route", "show").stdout or "[]")
+
+
+def covering_route(subnet, routes: list[dict], ignore_dev: str | None = None) -> str | None:
+    """The first of these routes (but the default one, and those of
+    ignore_dev) that overlaps subnet, as "10.213.0.0/16 dev eth0"; or None."""
+    subnet = ipaddress.ip_network(subnet)
+    for route in routes:
+        if route["dst"] == "default" or (ignore_dev and route.get("dev") == ignore_dev):
+            continue
+        if ipaddress.ip_network(route["dst"], strict=False).overlaps(subnet):
+            return f"{route['dst']} dev {route.get('dev')}"
+    return None
 
 
 def _kill(pid: int, sig: signal.Signals) -> None:

@@ -143,19 +143,22 @@ bye
     assert failure is None
 
 
+# A server that says "up NAME", and "bye NAME" as Ctrl-C stops it.
+NAMED_SERVER = ("python3 -c \"import signal, sys, time; signal.signal(signal.SIGINT, lambda *a: (print('bye {name}', "
+                "flush=True), sys.exit(0))); print('up {name}', flush=True); time.sleep(60)\"")
+
+
 def test_interrupt_on_a_machine_stops_that_machines_latest_terminal_and_leaves_the_later_one(tmp_path):
-    server = ("python3 -c \"import signal, sys, time; signal.signal(signal.SIGINT, lambda *a: (print('bye {name}', "
-              "flush=True), sys.exit(0))); print('up {name}', flush=True); time.sleep(60)\"")
     _, failure = run_lesson(tmp_path, f"""\
 <!-- lesson: background -->
 ```console
-node1$ {server.format(name='one')}
+node1$ {NAMED_SERVER.format(name='one')}
 up one
 ```
 
 <!-- lesson: background -->
 ```console
-node2$ {server.format(name='two')}
+node2$ {NAMED_SERVER.format(name='two')}
 up two
 ```
 
@@ -173,18 +176,16 @@ bye two
 
 
 def test_interrupt_on_a_machine_with_a_command_text_stops_the_terminal_running_it(tmp_path):
-    server = ("python3 -c \"import signal, sys, time; signal.signal(signal.SIGINT, lambda *a: (print('bye {name}', "
-              "flush=True), sys.exit(0))); print('up {name}', flush=True); time.sleep(60)\"")
     _, failure = run_lesson(tmp_path, f"""\
 <!-- lesson: background -->
 ```console
-node1$ {server.format(name='kubelet')}
+node1$ {NAMED_SERVER.format(name='kubelet')}
 up kubelet
 ```
 
 <!-- lesson: background -->
 ```console
-node1$ {server.format(name='proxy')}
+node1$ {NAMED_SERVER.format(name='proxy')}
 up proxy
 ```
 
@@ -202,7 +203,7 @@ bye proxy
     _, failure = run_lesson(tmp_path, f"""\
 <!-- lesson: background -->
 ```console
-node1$ {server.format(name='proxy')}
+node1$ {NAMED_SERVER.format(name='proxy')}
 up proxy
 ```
 

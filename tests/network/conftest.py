@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from machines import Machines
+from machines import Machines, missing_requirements
 from network_harness import Cluster, free_subnet, require
 
 
 @pytest.fixture(scope="module")
 def machines(docker_client):
-    require(os.geteuid() == 0, "the machines are network namespaces: run the tests as root")
-    require(all(shutil.which(t) for t in ("ip", "iptables", "nsenter", "unshare", "dockerd")),
-             "the machines need ip, iptables, nsenter, unshare and dockerd (make setup)")
+    problem = missing_requirements()
+    require(problem is None, f"the machines are network namespaces: {problem}")
     made = Machines(prefix=f"gt{os.getpid() % 10000:04d}", subnet=free_subnet(),
                     names=("master", "node1", "node2", "node3"))
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from machines import Machines, MachineError
+from machines import MachineError, Machines, missing_requirements
 from network_harness import free_subnet, require
 
 
@@ -34,9 +34,8 @@ def leftovers(made: Machines) -> list[str]:
 
 @pytest.fixture
 def small(docker_client):
-    require(os.geteuid() == 0, "the machines are network namespaces: run the tests as root")
-    require(all(shutil.which(t) for t in ("ip", "iptables", "nsenter", "unshare", "dockerd")),
-            "the machines need ip, iptables, nsenter, unshare and dockerd (make setup)")
+    problem = missing_requirements()
+    require(problem is None, f"the machines are network namespaces: {problem}")
     made = Machines(prefix=f"gs{os.getpid() % 10000:04d}", subnet=free_subnet(), names=("master", "node1"))
     yield made
     made.down()
