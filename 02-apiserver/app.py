@@ -3,6 +3,12 @@
 As in Flask's own tutorial, the app is built by a factory, so tests can make
 a fresh one over a temporary data directory, and the command line
 (apiserver.py) is only flag parsing around it.
+
+It wires every part, so it names modules outside the core: the gauntlet
+(abac, tokens, authentication, access_review, admission: part 3),
+custom_resources and service_ips (chapters 04 and 05 use them), metrics,
+and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a
+first read follow create_app's order and take those on trust.
 """
 from __future__ import annotations
 

@@ -7,6 +7,11 @@ request's `fieldValidation` asks (kubectl sends Strict):
     Strict  -> 400 `strict decoding error: unknown field "spec.containers[0].imagee"`
     Warn    -> accepted, unknown fields dropped, a `Warning` header for each
     Ignore  -> accepted, unknown fields dropped silently
+
+Calls out of the core, to take on trust on a first read: `kubectl_compat`'s
+`protobuf` (kubectl 1.32 sends some bodies as protobuf), `type_check`
+(a string where a number belongs is a 400 with Go's text) and
+`field_validation` (the unknown-field checks above).
 """
 from __future__ import annotations
 

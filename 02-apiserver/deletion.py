@@ -4,6 +4,11 @@ DELETE and DELETE on a collection, the DeleteOptions they carry, the
 finalizers that hold an object back, and, when no controller manager runs
 (the NoControllerManager admission plugin), the emptying of a terminating
 namespace that Kubernetes' namespace controller would do.
+
+Calls out of the core, to take on trust on a first read: `admission` (part
+3) answers the policy questions: may this be deleted, with what grace
+period, which finalizers the request adds (orphan, foreground) and which
+ones hold the object back.
 """
 from __future__ import annotations
 

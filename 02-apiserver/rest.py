@@ -17,6 +17,11 @@ request needs a token, and the policy must allow what it asks.
 
 This module routes and reads; writes.py holds the write path, deletion.py
 deletion and finalizers, request_context.py what they all share.
+
+Calls out of the core, to take on trust on a first read: `gauntlet`
+(part 3: who is asking, may they), `subresources` (part 3: /scale,
+/binding, /log), and `kubectl_compat.printers` (a list as the Table that
+`kubectl get` prints, when kubectl asks for one).
 """
 from __future__ import annotations
 

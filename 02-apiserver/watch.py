@@ -13,6 +13,10 @@ misses nothing, also when the server itself restarted in between (its
 history is read back from its event log). If that version is older than the
 server's kept history, it gets an ERROR event with a 410 Gone status and
 must list again.
+
+One call out of the core, to take on trust on a first read:
+`kubectl_compat.printers` turns each event's object into a Table row when
+`kubectl get -w` asks for tables.
 """
 from __future__ import annotations
 

@@ -5,6 +5,11 @@ chapter's README draws it (Kubernetes runs validation between mutating and
 validating admission; ours has one admission step, before it); update and
 patch go through `update_object`,
 which the subresources (/status, /scale, /binding) use too.
+
+Calls out of the core, to take on trust on a first read: `admission`
+(part 3: plugins that may change or refuse the object), `custom_resources`
+(chapter 04's own kinds: None/no-ops for a built-in kind) and
+`kubectl_compat.patches` (the four PATCH formats, each giving a new object).
 """
 from __future__ import annotations
 
