@@ -6,7 +6,8 @@ a fresh one over a temporary data directory, and the command line
 
 It wires every part, so it names modules outside the core: the gauntlet
 (abac, tokens, authentication, access_review, admission: part 3),
-custom_resources and service_ips (chapters 04 and 05 use them), metrics,
+custom_resources, service_ips and kubernetes_service (chapters 04 and 05
+use them), metrics,
 and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a
 first read follow create_app's order and take those on trust.
 """

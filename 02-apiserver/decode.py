@@ -9,7 +9,7 @@ request's `fieldValidation` asks (kubectl sends Strict):
     Ignore  -> accepted, unknown fields dropped silently
 
 Calls out of the core, to take on trust on a first read: `kubectl_compat`'s
-`protobuf` (kubectl 1.32 sends some bodies as protobuf), `type_check`
+`protobuf` (kubectl 1.32 and 1.33 send some bodies as protobuf), `type_check`
 (a string where a number belongs is a 400 with Go's text) and
 `field_validation` (the unknown-field checks above).
 """

@@ -164,66 +164,65 @@ def delete_collection(info):
     options = _delete_options()
     labels, fields = selectors(info)
     items, rv = server().store.list(info.resource, info.namespace or None)
-    deleted = []
+    removed = []
     only_try = dry_run()
     for obj in items:
         if labels.matches(obj["metadata"].get("labels")) and fields.matches(obj):
             if only_try:
-                deleted.append(obj)       # what would go; nothing does
+                removed.append(obj)       # what would go; nothing does
                 continue
             try:
-                deleted.append(delete_object(server(), info.resource, obj["metadata"].get("namespace", ""),
+                removed.append(delete_object(server(), info.resource, obj["metadata"].get("namespace", ""),
                                              obj["metadata"]["name"], options)[0])
             except api_errors.APIError as error:
                 if error.code != 404:     # deleted meanwhile: fine
                     raise
     return respond({"kind": info.resource.list_kind, "apiVersion": info.resource.api_version,
-                    "metadata": {"resourceVersion": str(server().store.resource_version)}, "items": deleted})
+                    "metadata": {"resourceVersion": str(server().store.resource_version)}, "items": removed})
 
 
 
 _syncing: set[str] = set()       # namespaces sync_namespace is emptying right now
 
 
-def deleted(server, resource, obj: dict) -> None:
+def deleted(server_state, resource, obj: dict) -> None:
     """After an object is gone for good: a terminating namespace may now be empty."""
-    if not admission.without_controller_manager(server):
+    if not admission.without_controller_manager(server_state):
         return
     if resource.namespaced and obj["metadata"].get("namespace") not in _syncing:
-        namespace = server.store.get(admission.NAMESPACES, "", obj["metadata"].get("namespace", ""))
+        namespace = server_state.store.get(admission.NAMESPACES, "", obj["metadata"].get("namespace", ""))
         if namespace is not None and namespace["metadata"].get("deletionTimestamp"):
-            _release_if_empty(server, namespace["metadata"]["name"])
+            _release_if_empty(server_state, namespace["metadata"]["name"])
 
 
-# [START namespace-deletion]
-def sync_namespace(server, name: str) -> None:
+def sync_namespace(server_state, name: str) -> None:
     """Delete everything in a terminating namespace; once it is empty, let it go."""
-    if not admission.without_controller_manager(server):
+    if not admission.without_controller_manager(server_state):
         return                        # the namespace controller's job
     _syncing.add(name)                # one emptiness check at the end, not one per object
     try:
         for resource in registry.RESOURCES:
             if resource.namespaced:
-                for item in server.store.list(resource, name)[0]:
+                for item in server_state.store.list(resource, name)[0]:
                     if not item["metadata"].get("deletionTimestamp"):
                         try:
-                            delete_object(server, resource, name, item["metadata"]["name"], {})
+                            delete_object(server_state, resource, name, item["metadata"]["name"], {})
                         except api_errors.APIError:
                             pass      # deleted or changed meanwhile: the next sync sees it
     finally:
         _syncing.discard(name)
-    _release_if_empty(server, name)
+    _release_if_empty(server_state, name)
 
 
-def resume_namespace_deletions(server) -> None:
+def resume_namespace_deletions(server_state) -> None:
     """At start-up: finish deleting the namespaces a stopped server left half done."""
-    for namespace in server.store.list(admission.NAMESPACES)[0]:
+    for namespace in server_state.store.list(admission.NAMESPACES)[0]:
         if namespace["metadata"].get("deletionTimestamp"):
-            sync_namespace(server, namespace["metadata"]["name"])
+            sync_namespace(server_state, namespace["metadata"]["name"])
 
 
-def _release_if_empty(server, name: str) -> None:
-    if any(server.store.list(r, name)[0] for r in registry.RESOURCES if r.namespaced):
+def _release_if_empty(server_state, name: str) -> None:
+    if any(server_state.store.list(r, name)[0] for r in registry.RESOURCES if r.namespaced):
         return                        # finalizers or kubelets still at work
 
     def release(namespace: dict) -> dict:
@@ -232,8 +231,7 @@ def _release_if_empty(server, name: str) -> None:
         namespace["metadata"].pop("resourceVersion", None)
         return namespace
     try:
-        released = server.store.update(admission.NAMESPACES, "", name, release)
+        released = server_state.store.update(admission.NAMESPACES, "", name, release)
     except api_errors.APIError:
         return                        # already gone
-    finish_deletion_if_done(server, admission.NAMESPACES, released)
-# [END namespace-deletion]
+    finish_deletion_if_done(server_state, admission.NAMESPACES, released)

@@ -1,7 +1,9 @@
 """The event log: the watch history on disk, so that a watch survives a restart.
 
-    DATA/events/00000000000000001000.log    every event after version 1000, up to 6000
-    DATA/events/00000000000000006000.log    every event after version 6000, up to now
+    DATA/events/00000000000000001000.log    every event after version 1000, up to 3500
+    DATA/events/00000000000000003500.log    every event after version 3500, up to now
+
+(a segment holds a quarter of the history, 2,500 events by default)
 
 One line of JSON per acknowledged write, in resourceVersion order:
 

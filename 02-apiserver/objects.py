@@ -7,6 +7,9 @@ main resource may not write status, and /status may write nothing else.
 Kubernetes keeps these rules in a per-kind "strategy" (an object of rules
 for creating, updating and validating that kind); here they are one
 small module, since our kinds differ only in whether they have a status.
+
+One call out of the core, to take on trust: `common.quantity` reads
+resource amounts ("250m", "64Mi") for a pod's QoS class.
 """
 from __future__ import annotations
 

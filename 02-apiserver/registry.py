@@ -40,7 +40,7 @@ class Resource:
         return self.kind + "List"
 
     @property
-    def group_version(self) -> str:
+    def group_version(self) -> str:      # the same as api_version, by the name chapter 04 uses
         return self.api_version
 
     def __str__(self) -> str:

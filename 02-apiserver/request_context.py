@@ -4,6 +4,12 @@
 turns an object into the JSON answer, and the helpers below read what a
 request asks for (the object it names, ?dryRun, the selectors). Nothing
 here decides anything: rest.py routes, writes.py and deletion.py act.
+
+Calls out of the core, to take on trust: `common.selectors` and
+`kubectl_compat.field_selectors` parse ?labelSelector and ?fieldSelector.
+`server()` returns app.py's `APIServer`: its `store`, its `watches`
+limit, `max_watch_seconds` and `bookmark_seconds` for watch.py, and
+`services` (Service IPs) for writes.py.
 """
 from __future__ import annotations
 

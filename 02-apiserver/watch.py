@@ -76,11 +76,8 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
         timeout = int(server.max_watch_seconds * (1 + random.random()))
     timeout = min(timeout, 2 * server.max_watch_seconds)
     bookmarks = args.get("allowWatchBookmarks") in ("true", "1")
-    start_rv = args.get("resourceVersion", "")
-    if start_rv not in ("", "0"):
-        if not (start_rv.isascii() and start_rv.isdigit() and len(start_rv) < 20) or int(start_rv) == 0:
-            raise api_errors.bad_request(f"resourceVersion must be a positive number, not {start_rv!r}")
-        start_rv = int(start_rv)
+    start_rv = decode.query_resource_version(args)       # None: no version given
+    if start_rv is not None:
         if start_rv > server.store.resource_version:
             # A version from the future (another server's?): waiting for it
             # could miss everything before it, so refuse, as Kubernetes does.
@@ -108,7 +105,7 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
         try:
             yield b""                           # send the headers now: the client knows it is connected
             since = start_rv
-            if since in ("", "0"):
+            if since is None:
                 # No version given: first the current objects as ADDED, then changes.
                 items, since = store.list(resource, namespace or None)
                 for obj in items:

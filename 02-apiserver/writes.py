@@ -9,7 +9,9 @@ which the subresources (/status, /scale, /binding) use too.
 Calls out of the core, to take on trust on a first read: `admission`
 (part 3: plugins that may change or refuse the object), `custom_resources`
 (chapter 04's own kinds: None/no-ops for a built-in kind) and
-`kubectl_compat.patches` (the four PATCH formats, each giving a new object).
+`kubectl_compat.patches` (the four PATCH formats, each giving a new object);
+a Service's cluster IP and node ports come from `server().services`
+(service_ips.py, chapter 05).
 """
 from __future__ import annotations
 
@@ -190,9 +192,9 @@ def _apply_create(info, body: bytes, manager: str, force: bool):
     return _store_create(info, obj, body)
 
 
-def _store_update(info, change, warnings: list[str], subresource: str = ""):
+def _store_update(info, change, warnings: list[str]):
     """The read-modify-write every PUT and PATCH ends in; `change` makes the new object."""
-    return respond(update_object(info, change, subresource), 200, warnings)
+    return respond(update_object(info, change), 200, warnings)
 
 
 def update_object(info, change, subresource: str = "") -> dict:
