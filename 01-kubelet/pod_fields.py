@@ -91,11 +91,11 @@ CONTAINER = {
     "image": Field(HONOURED, "docker_runtime.ensure_image"),
     "imagePullPolicy": Field(HONOURED, "docker_runtime.ensure_image"),
     "lifecycle": Field(REFUSED, "postStart and preStop hooks are not built yet"),
-    "livenessProbe": Field(HONOURED, "probes.py"),
+    "livenessProbe": Field(HONOURED, "probes.py (a failure restarts the container)"),
     "name": Field(HONOURED, "the container's label"),
     "ports": Field(HONOURED, "pod_config.host_port_bindings (hostPort); the rest is information, "
                    "as in Kubernetes"),
-    "readinessProbe": Field(HONOURED, "probes.py"),
+    "readinessProbe": Field(HONOURED, "probes.py (the Ready condition)"),
     "resizePolicy": Field(IGNORED, "for in-place resize (alpha in 1.32): here any change of resources "
                           "restarts the container (its spec hash)"),
     "resources": Field(HONOURED, "pod_config.docker_resources"),
