@@ -20,6 +20,7 @@ import pytest
 
 from apiserver_harness import APIServer, Client, unique
 from harness import Kubelet, container_status, pod_yaml, wait_for, wait_for_pod
+from security_context import Node
 from test_kubectl import Kubectl
 
 # The example of "Configure a Security Context for a Pod or Container"
@@ -224,12 +225,37 @@ def test_run_as_non_root_with_a_named_or_numeric_image_user(kubelet, docker_clie
 
 # --- what this node cannot do ----------------------------------------------------------
 
-def test_an_unsafe_sysctl_is_refused_naming_the_field(kubelet):
-    kubelet.write("sysctl.yaml", pod_yaml("sysctl", "  - {name: app, image: busybox:1.35, command: [sleep, '3600']}\n",
-                                          spec_extra="  securityContext:\n    sysctls: [{name: kernel.msgmax, value: '65536'}]\n"))
-    pod = kubelet.wait_pod("sysctl", lambda p: waiting(p, "app").get("reason") == "CreateContainerConfigError", 60)
-    assert waiting(pod, "app")["message"] == (
-        'spec.securityContext.sysctls[0].name: forbidden sysctl: "kernel.msgmax" not allowlisted')
+@pytest.mark.parametrize("spec_extra,context,message", [
+    ("  securityContext:\n    sysctls: [{name: kernel.msgmax, value: '65536'}]\n", "{}",
+     'spec.securityContext.sysctls[0].name: forbidden sysctl: "kernel.msgmax" not allowlisted'),
+    ("", "{procMount: Unmasked}", "spec.containers[0].securityContext.procMount: only Default is supported"),
+    ("", "{appArmorProfile: {type: RuntimeDefault}}",
+     "spec.containers[0].securityContext.appArmorProfile: cannot enforce AppArmor: AppArmor is not enabled on the host"),
+], ids=["unsafe-sysctl", "proc-mount-unmasked", "apparmor"])
+def test_what_this_node_cannot_do_is_refused_naming_the_field(kubelet, spec_extra, context, message):
+    if "appArmor" in context and Node.detect().apparmor:
+        pytest.skip("this host has AppArmor: the profile is honoured, not refused (see test_security_context_options)")
+    container = f"  - {{name: app, image: busybox:1.35, command: [sleep, '3600'], securityContext: {context}}}\n"
+    kubelet.write("refused.yaml", pod_yaml("refused", container, spec_extra=spec_extra))
+    pod = kubelet.wait_pod("refused", lambda p: waiting(p, "app").get("reason") == "CreateContainerConfigError", 60)
+    assert waiting(pod, "app")["message"].startswith(message)
+    assert [c.labels["io.kubernetes.container.name"] for c in kubelet.containers("refused")] == ["POD"]
+
+
+def test_an_empty_dir_without_fs_group_is_writable_by_any_user(kubelet):
+    """Kubernetes makes an emptyDir 0777 (Docker's own volumes are 0755 root)."""
+    volumes = "  volumes:\n  - {name: disk, emptyDir: {}}\n  - {name: memory, emptyDir: {medium: Memory}}\n"
+    container = ("  - name: app\n    image: busybox:1.35\n    command: [sleep, '3600']\n"
+                 "    securityContext: {runAsUser: 1000}\n    volumeMounts:\n"
+                 "    - {name: disk, mountPath: /disk}\n    - {name: memory, mountPath: /memory}\n")
+    kubelet.write("scratch.yaml", pod_yaml("scratch", container, volumes=volumes))
+    kubelet.wait_running("scratch", timeout=60)
+    app = kubelet.container("scratch", "app")
+    for path in ("/disk", "/memory"):
+        code, listing = run(app, f"ls -ld {path} && touch {path}/mine && ls -ln {path}/mine")
+        assert code == 0, listing
+        assert listing.split()[0] == "drwxrwxrwx" and listing.split()[2:4] == ["root", "root"], listing
+        assert listing.splitlines()[1].split()[2:4] == ["1000", "0"]
 
 
 def test_a_static_pod_with_a_refused_field_is_skipped_naming_it(kubelet):
