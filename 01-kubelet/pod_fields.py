@@ -122,7 +122,7 @@ SELINUX = ("honoured where SELinux is enabled (Docker's label= options); on a no
            "dropped as the CRI runtimes drop it (go-selinux InitLabels gives no label)")
 APPARMOR = ("honoured where AppArmor is enabled (Docker's apparmor=); refused on a node "
             "without it, as the kubelet refuses")
-SECCOMP = "security_context._seccomp (RuntimeDefault, Unconfined, Localhost under --root-dir/seccomp)"
+SECCOMP = "security_context._seccomp (RuntimeDefault, Unconfined, Localhost: a file in <--root-dir>/seccomp)"
 
 SECURITY_CONTEXT = {
     "allowPrivilegeEscalation": Field(HONOURED, "false: Docker's no-new-privileges"),

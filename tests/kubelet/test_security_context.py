@@ -12,6 +12,7 @@ pods and from the API server; and a privileged pod meets the API server's
 from __future__ import annotations
 
 import contextlib
+import json
 import textwrap
 import uuid
 
@@ -378,3 +379,33 @@ def test_allow_privileged_lets_a_privileged_pod_run_privileged(tmp_path, docker_
     finally:
         kubelet.cleanup()
         server.stop()
+
+
+def test_a_localhost_seccomp_profile_from_the_root_dir_is_enforced(make_kubelet, tmp_path):
+    profiles = tmp_path / "kubelet-root" / "seccomp" / "profiles"
+    profiles.mkdir(parents=True)
+    (profiles / "no-mkdir.json").write_text(json.dumps({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]}))
+    kubelet = make_kubelet("--root-dir", str(tmp_path / "kubelet-root"))
+    containers = textwrap.indent(textwrap.dedent("""\
+        - name: confined
+          image: busybox:1.35
+          command: ["sleep", "3600"]
+          securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/no-mkdir.json}}
+        - name: plain
+          image: busybox:1.35
+          command: ["sleep", "3600"]
+        - name: missing
+          image: busybox:1.35
+          command: ["sleep", "3600"]
+          securityContext: {seccompProfile: {type: Localhost, localhostProfile: profiles/missing.json}}
+        """), "  ")
+    kubelet.write("seccomp.yaml", pod_yaml("seccomp", containers))
+    pod = kubelet.wait_pod("seccomp", lambda p: waiting(p, "missing").get("reason") == "CreateContainerConfigError"
+                           and all("running" in container_status(p, n)["state"] for n in ("confined", "plain")), 60)
+    assert waiting(pod, "missing")["message"].startswith(
+        "spec.containers[2].securityContext.seccompProfile.localhostProfile: cannot read ")
+    code, output = run(kubelet.container("seccomp", "confined"), "mkdir /tmp/d")
+    assert code != 0 and "Operation not permitted" in output
+    assert run(kubelet.container("seccomp", "plain"), "mkdir /tmp/d") == (0, "")
