@@ -17,6 +17,7 @@ import docker.errors
 from docker.types import Mount
 
 import pod_config as cfg
+import security_context
 from common.quantity import parse_quantity
 
 NEVER = "0001-01-01T00:00:00Z"  # Docker's zero time: not started / not finished
@@ -127,6 +128,7 @@ class DockerRuntime:
         self.pod_network = "bridge"
         self.pod_dns = lambda pod: None     # chapter 05's resolver settings (pod_dns.py); None: Docker's
         self.sandbox_started = lambda: None  # chapter 05: the pod network's hairpin mode (pod_network.py)
+        self.node = security_context.Node.detect()   # AppArmor? SELinux? (securityContext)
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
         self._inspected: dict[tuple[str, str], ContainerInfo] = {}
@@ -273,6 +275,7 @@ class DockerRuntime:
             port_bindings=None if host_network else bindings,
             ipc_mode="shareable",  # the app containers join it, as they join its network
             mounts=self.sandbox_mounts(pod),
+            sysctls=security_context.sandbox_sysctls(pod),  # they change the namespaces it holds
         )
         container = self.api.create_container(
             image, name=cfg.docker_name(pod, cfg.SANDBOX_NAME, attempt),
@@ -285,10 +288,22 @@ class DockerRuntime:
         except docker.errors.APIError:
             self.remove(container["Id"])  # e.g. its host port is taken: try afresh later
             raise
+        self._own_empty_dirs(pod, container["Id"])
         self._write_resolv_conf(pod, container["Id"])
         self.sandbox_started()
         return container["Id"]
     # [END pause-container]
+
+    def _own_empty_dirs(self, pod: dict, sandbox_id: str) -> None:
+        """Fresh emptyDirs get Kubernetes' mode (0777) and, with fsGroup,
+        its group and the setgid bit (security_context.set_volume_ownership)."""
+        fs_group = (pod["spec"].get("securityContext") or {}).get("fsGroup")
+        for volume in cfg.empty_dirs(pod):
+            security_context.set_volume_ownership(self.api, sandbox_id, f"/volumes/{volume['name']}", fs_group)
+
+    def image_user(self, image: str) -> str:
+        """The image's USER ("" when it sets none: root)."""
+        return (self.api.inspect_image(image).get("Config") or {}).get("User") or ""
 
     def _write_resolv_conf(self, pod: dict, sandbox_id: str) -> None:
         """Chapter 05's resolver settings, written over the resolv.conf
@@ -309,6 +324,8 @@ class DockerRuntime:
                       restart_count: int, env: dict[str, str], mounts: list[Mount]) -> str:
         """Create and start one app container inside the pod's sandbox."""
         entrypoint, cmd = cfg.command_line(container, env)
+        security = security_context.docker_options(pod, container, self.image_user(container["image"]),
+                                                   sandbox_id, self.node)   # ConfigError: refused
         labels = cfg.pod_labels(pod, self.node_name, container["name"])
         labels.update({cfg.LABEL_CONTAINER_HASH: cfg.container_hash(pod, container),
                        cfg.LABEL_RESTART_COUNT: str(restart_count),
@@ -318,10 +335,10 @@ class DockerRuntime:
             network_mode=f"container:{sandbox_id}",  # share the pod's IP and localhost
             ipc_mode=f"container:{sandbox_id}",
             mounts=mounts,
-            **cfg.docker_resources(container))
+            **cfg.docker_resources(container), **security.host_config)
         created = self.api.create_container(
             container["image"], name=cfg.docker_name(pod, container["name"], restart_count),
-            entrypoint=entrypoint, command=cmd, working_dir=container.get("workingDir"),
+            entrypoint=entrypoint, command=cmd, working_dir=container.get("workingDir"), user=security.user,
             environment=env, labels=labels, host_config=host_config,
             tty=bool(container.get("tty")), stdin_open=bool(container.get("stdin")))
         try:

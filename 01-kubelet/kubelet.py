@@ -38,6 +38,7 @@ from pod_network import NETWORK, Kubenet, PodNetworkError
 from pod_status import Waiting, pod_status
 from pod_worker import PodWorker, WaitingReasons
 from probes import ProbeManager
+from security_context import Node
 
 
 class Kubelet:
@@ -431,6 +432,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "the node's allocatable is its capacity minus this and --kube-reserved")
     parser.add_argument("--kube-reserved", default="",
                         help="with an API server: what Kubernetes' own daemons keep (same form)")
+    parser.add_argument("--root-dir", default="/var/lib/kubelet",
+                        help="the kubelet's directory; seccompProfile Localhost profiles are read from "
+                             "its seccomp/ folder (default /var/lib/kubelet)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser, default_server=None)
     args = parser.parse_args(argv)
@@ -495,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.cleanup:
         return cleanup(runtime, args.all_nodes, log)
+    runtime.node = Node.detect(seccomp_root=os.path.join(args.root_dir, "seccomp"))
     joins_cluster = bool(args.apiserver or args.kubeconfig)
     if not args.manifests and not joins_cluster:
         log.error("nothing to run: give --manifests DIR, or --apiserver URL / --kubeconfig FILE")

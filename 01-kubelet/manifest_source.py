@@ -11,6 +11,7 @@ import os
 import uuid
 from dataclasses import dataclass, field
 
+import pod_fields
 from common.defaults import apply_pod_defaults
 from common.log import EventLogger
 from common.manifests import ManifestError, load_manifests
@@ -30,21 +31,11 @@ class _File:
 
 
 def unsupported(pod: dict) -> list[str]:
-    """Valid Kubernetes this kubelet cannot honour: a pod using it is
-    refused rather than run differently from what it asks (an ignored
-    startupProbe would let the liveness probe kill a slow starter; an
-    ignored preStop hook would skip the graceful shutdown it describes)."""
-    found = []
-    spec = pod["spec"]
-    if spec.get("initContainers"):
-        found.append("spec.initContainers")
-    for i, container in enumerate(spec["containers"]):
-        if container.get("startupProbe"):
-            found.append(f"spec.containers[{i}].startupProbe")
-        for hook in ("postStart", "preStop"):
-            if (container.get("lifecycle") or {}).get(hook):
-                found.append(f"spec.containers[{i}].lifecycle.{hook}")
-    return found
+    """Valid Kubernetes this kubelet cannot honour (pod_fields.py): a pod
+    using it is refused rather than run differently from what it asks (an
+    ignored startupProbe would let the liveness probe kill a slow starter;
+    an ignored preStop hook would skip the graceful shutdown it describes)."""
+    return pod_fields.refused(pod)
 
 
 class FileSource:

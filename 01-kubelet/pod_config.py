@@ -68,7 +68,10 @@ def container_hash(pod: dict, container: dict) -> str:
     spec, or the source of a volume it mounts."""
     volumes = {v.get("name"): v for v in pod["spec"].get("volumes") or []}
     mounted = [volumes.get(m.get("name")) for m in container.get("volumeMounts") or []]
-    return _digest({"container": container, "volumes": mounted})
+    shaped = {"container": container, "volumes": mounted}
+    if pod["spec"].get("securityContext"):      # who it runs as (only when set: older hashes stay)
+        shaped["podSecurityContext"] = pod["spec"]["securityContext"]
+    return _digest(shaped)
 
 
 def sandbox_hash(pod: dict) -> str:
@@ -77,9 +80,13 @@ def sandbox_hash(pod: dict) -> str:
     keeps mounted. A change here recreates the whole pod."""
     spec = pod["spec"]
     ports = [p for c in spec["containers"] for p in c.get("ports") or [] if p.get("hostPort")]
-    return _digest({"ports": ports, "hostNetwork": spec.get("hostNetwork", False),
-                    "hostname": spec.get("hostname"), "dnsPolicy": spec.get("dnsPolicy"),
-                    "emptyDirs": empty_dirs(pod)})
+    shaped = {"ports": ports, "hostNetwork": spec.get("hostNetwork", False),
+              "hostname": spec.get("hostname"), "dnsPolicy": spec.get("dnsPolicy"),
+              "emptyDirs": empty_dirs(pod)}
+    context = spec.get("securityContext") or {}
+    if context.get("sysctls") or context.get("fsGroup") is not None:   # set on the sandbox and its volumes
+        shaped["sysctls"], shaped["fsGroup"] = context.get("sysctls"), context.get("fsGroup")
+    return _digest(shaped)
 
 
 def empty_dirs(pod: dict) -> list[dict]:

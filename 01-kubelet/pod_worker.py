@@ -17,6 +17,7 @@ import time
 import docker.errors
 
 import pod_config as cfg
+import pod_fields
 from common.backoff import Backoff
 from common.events import EventRecorder
 from common.log import EventLogger
@@ -112,6 +113,9 @@ class PodWorker:
             self.events.event(pod, type_, reason, message, field_path=field)
 
         try:
+            refused = pod_fields.refused(pod)
+            if refused:      # an API pod asks for what this kubelet cannot do: say so, run nothing
+                raise cfg.ConfigError(f"{refused[0]}: this kubelet does not support it")
             self._pull(container, event)
             env = cfg.container_env(pod, container, pod_ip, self.host_ip, self.service_env(pod))
             mounts = self._mounts(pod, container, event)

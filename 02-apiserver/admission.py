@@ -19,8 +19,9 @@ validation, then its validating plugins; see the chapter's part 3).
   requests and limits, and refuses more than its maximum.
 - DenyPrivileged: ours, not a Kubernetes plugin. No privileged containers
   unless --allow-privileged. Kubernetes checks that flag in pod validation
-  (a 422, "disallowed by cluster policy"), and keeps privileged pods out of
-  a namespace with Pod Security Admission (its baseline level).
+  (a 422, "disallowed by cluster policy"), as our validation does too
+  (privileged.py), and keeps privileged pods out of a namespace with Pod
+  Security Admission (its baseline level).
 - NoControllerManager: not a Kubernetes plugin. Chapter 02 runs an API
   server alone, so the server does the deletion work Kubernetes leaves to
   the controller manager: it empties a deleted namespace itself, and adds

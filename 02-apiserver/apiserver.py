@@ -100,10 +100,22 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "(their --authentication-token-file; make certs: .certs/kubelet-client.token)")
     parser.add_argument("--enable-admission-plugins", default=",".join(admission.DEFAULT_PLUGINS),
                         help=f"admission plugins, in order (default {','.join(admission.DEFAULT_PLUGINS)})")
-    parser.add_argument("--allow-privileged", action="store_true",
-                        help="let pods run privileged containers (DenyPrivileged refuses them otherwise)")
+    parser.add_argument("--allow-privileged", nargs="?", const="true", default="false", type=_bool_flag,
+                        help="let pods run privileged containers (default false: validation refuses them "
+                             "with a 422, and DenyPrivileged, when enabled, with a 403); "
+                             "--allow-privileged and --allow-privileged=true alike, as kube-apiserver takes it")
     parser.add_argument("--log-requests", action="store_true", help="log one line per HTTP request")
     return parser.parse_args(argv)
+
+
+def _bool_flag(text: str) -> bool:
+    """A Go bool flag's value: true/false, 1/0, t/f, in any case."""
+    value = text.strip().lower()
+    if value in ("true", "t", "1"):
+        return True
+    if value in ("false", "f", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}")
 
 
 def raise_open_file_limit() -> None:

@@ -27,6 +27,7 @@ import decode
 import objects
 from deletion import finish_deletion_if_done
 from kubectl_compat import patches
+from privileged import privileged_errors
 from request_context import dry_run, respond, server
 from common.defaults import apply_defaults
 from common.validate import validate_object, validate_status_update
@@ -40,6 +41,8 @@ def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresour
     if errors is None:
         validate = validate_status_update if subresource == "status" else validate_object
         errors = validate(info.resource.group, info.resource.kind, obj, old, namespaced=info.resource.namespaced)
+        if subresource != "status" and not server().allow_privileged:     # kube-apiserver --allow-privileged
+            errors = list(errors or []) + privileged_errors(info.resource.kind, obj)
     if errors:
         raise api_errors.invalid(info.resource, info.resource.kind, obj["metadata"].get("name", ""), errors)
 

@@ -38,6 +38,7 @@ Unknown fields are not errors: they are kept and ignored.
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from common.field_errors import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,  # noqa: F401
                                  REQUIRED, TOO_LONG, FieldError, GoValue, child, duplicate,
@@ -415,7 +416,7 @@ def validate_pod_spec(spec, path: str = "spec") -> list[FieldError]:
     for field in ("hostPID", "hostIPC", "enableServiceLinks", "automountServiceAccountToken"):
         _get_bool(errs, spec.get(field), child(path, field))
     _get_str(errs, spec.get("schedulerName"), child(path, "schedulerName"))
-    _get_dict(errs, spec.get("securityContext"), child(path, "securityContext"))
+    _validate_security_context(errs, spec.get("securityContext"), child(path, "securityContext"), pod_level=True)
     if spec.get("nodeSelector") is not None:
         errs += validate_labels(spec.get("nodeSelector"), child(path, "nodeSelector"))
     validate_tolerations(errs, spec.get("tolerations"), child(path, "tolerations"))
@@ -552,6 +553,67 @@ _NAMED_SOURCES = {"configMap": ("name", "optional"), "secret": ("secretName", "o
                   "persistentVolumeClaim": ("claimName", "readOnly")}
 
 
+# ------------------------------------------------------------ security contexts
+
+_ID_RANGE = f"must be between 0 and {INT32_MAX}, inclusive"       # IsValidUserID, IsValidGroupID
+SYSCTL_FORMAT = r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?"   # SysctlContainSlashFmt
+SECCOMP_PROFILE_TYPES = ("Localhost", "RuntimeDefault", "Unconfined")
+
+
+def _validate_security_context(errs, context, path: str, pod_level: bool) -> None:
+    """A PodSecurityContext (pod_level) or a container's SecurityContext, as
+    ValidatePodSecurityContext and ValidateSecurityContext check them; a
+    value the kubelet cannot honour is its to refuse (security_context.py)."""
+    context = _get_dict(errs, context, path)
+    if context is None:
+        return
+    for field in ("runAsUser", "runAsGroup") + (("fsGroup",) if pod_level else ()):
+        _get_int(errs, context.get(field), child(path, field), 0, INT32_MAX, _ID_RANGE)
+    for field in ("runAsNonRoot",) + (() if pod_level else ("privileged", "readOnlyRootFilesystem",
+                                                              "allowPrivilegeEscalation")):
+        _get_bool(errs, context.get(field), child(path, field))
+    profile = _get_dict(errs, context.get("seccompProfile"), child(path, "seccompProfile"))
+    if profile is not None:
+        profile_path = child(path, "seccompProfile")
+        kind = _required_str(errs, profile.get("type"), child(profile_path, "type"))
+        if kind and kind not in SECCOMP_PROFILE_TYPES:
+            errs.append(not_supported(child(profile_path, "type"), kind, SECCOMP_PROFILE_TYPES))
+        localhost = _get_str(errs, profile.get("localhostProfile"), child(profile_path, "localhostProfile"))
+        if kind == "Localhost" and not localhost:
+            errs.append(required(child(profile_path, "localhostProfile"), "must be set when seccomp type is Localhost"))
+        elif kind and kind != "Localhost" and localhost is not None:
+            errs.append(invalid(child(profile_path, "localhostProfile"), localhost,
+                                "can only be set when seccomp type is Localhost"))
+    if pod_level:
+        for i, group in enumerate(_get_list(errs, context.get("supplementalGroups"),
+                                            child(path, "supplementalGroups"), "a list of integers") or ()):
+            _get_int(errs, group, index(child(path, "supplementalGroups"), i), 0, INT32_MAX, _ID_RANGE)
+        _check_enum(errs, context.get("fsGroupChangePolicy"), child(path, "fsGroupChangePolicy"),
+                    ("Always", "OnRootMismatch"))
+        _check_enum(errs, context.get("supplementalGroupsPolicy"), child(path, "supplementalGroupsPolicy"),
+                    ("Merge", "Strict"))
+        _validate_sysctls(errs, context.get("sysctls"), child(path, "sysctls"))
+    else:
+        _check_enum(errs, context.get("procMount"), child(path, "procMount"), ("Default", "Unmasked"))
+        capabilities = _get_dict(errs, context.get("capabilities"), child(path, "capabilities"))
+        for field in ("add", "drop"):
+            _string_list(errs, (capabilities or {}).get(field), child(child(path, "capabilities"), field))
+
+
+def _validate_sysctls(errs, sysctls, path: str) -> None:
+    seen: set[str] = set()
+    for _, item_path, sysctl in _items(errs, sysctls, path, "sysctls"):
+        name_path = child(item_path, "name")
+        name = _required_str(errs, sysctl.get("name"), name_path)
+        if not name:
+            continue
+        if len(name) > 253 or not re.fullmatch(SYSCTL_FORMAT, name):
+            errs.append(invalid(name_path, name, f"must have at most 253 characters and match regex {SYSCTL_FORMAT}"))
+        elif name in seen:
+            errs.append(duplicate(name_path, name))
+        seen.add(name)
+
+
 # ------------------------------------------------------------ containers
 
 def _validate_container(errs, ctr: dict, path: str, names: set[str],
@@ -577,7 +639,7 @@ def _validate_container(errs, ctr: dict, path: str, names: set[str],
         _get_str(errs, ctr.get(field), child(path, field))
     for field in ("stdin", "stdinOnce", "tty"):
         _get_bool(errs, ctr.get(field), child(path, field))
-    _get_dict(errs, ctr.get("securityContext"), child(path, "securityContext"))
+    _validate_security_context(errs, ctr.get("securityContext"), child(path, "securityContext"), pod_level=False)
 
     port_names = _validate_ports(errs, ctr.get("ports"), child(path, "ports"), host_network)
     _validate_env(errs, ctr.get("env"), child(path, "env"))
