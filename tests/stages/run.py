@@ -1,0 +1,38 @@
+"""Grade your component, stage by stage: `make stage-03` runs this.
+
+    python tests/stages/run.py 03 [--stage N] [--mine path/to/your_scheduler.py]
+
+Without --mine it grades the chapter's starting file; without --stage it
+runs every stage in order up to the first that fails.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from stage_runner import ROOT, run_stages
+
+# chapter -> (title, the module with its STAGES, the starting file)
+CHAPTERS = {
+    "03": ("Chapter 03: the scheduler", "scheduler_stages", "03-scheduler/build-it-yourself/scheduler.py"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapter", choices=sorted(CHAPTERS))
+    parser.add_argument("--stage", type=int, help="run this stage only")
+    parser.add_argument("--mine", help="the file to grade (default: the chapter's starting file)")
+    args = parser.parse_args(argv)
+    title, module, starter = CHAPTERS[args.chapter]
+    mine = Path(args.mine) if args.mine else ROOT / starter
+    if not mine.is_file():
+        parser.error(f"{mine} is not a file")
+    stages = __import__(module).STAGES
+    results = run_stages(title, stages, mine, args.stage)
+    return 0 if all(r.failure is None for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
