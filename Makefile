@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -70,6 +70,9 @@ test-02: venv ## chapter 02: the API server over real HTTP, with the real kubect
 
 lesson-02: venv images ## run chapter 02's README as a lesson, command by command (part 5 on machines it makes: as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 02-apiserver
+
+stage-02: venv ## chapter 02, build it yourself: grade your API server stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 02 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
 	$(PY) 02-apiserver/benchmarks/bench.py

@@ -15,6 +15,7 @@ from stage_runner import ROOT, run_stages
 
 # chapter -> (title, the module with its STAGES, the starting file)
 CHAPTERS = {
+    "02": ("Chapter 02: the API server", "apiserver_stages", "02-apiserver/build-it-yourself/apiserver.py"),
     "03": ("Chapter 03: the scheduler", "scheduler_stages", "03-scheduler/build-it-yourself/scheduler.py"),
 }
 
@@ -29,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     mine = Path(args.mine) if args.mine else ROOT / starter
     if not mine.is_file():
         parser.error(f"{mine} is not a file")
-    stages = __import__(module).STAGES
-    results = run_stages(title, stages, mine, args.stage)
+    chapter = __import__(module)
+    results = run_stages(title, chapter.STAGES, mine, args.stage, chapter.CONTEXT)
     return 0 if all(r.failure is None for r in results) else 1
 
 

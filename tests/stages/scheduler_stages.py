@@ -10,7 +10,9 @@ a scheduler that does nothing never passes one.
 """
 from __future__ import annotations
 
-from stage_runner import Hint, Stage, StageContext, StageFailure
+from stage_runner import Hint, Stage, StageFailure, WithAPIServer
+
+CONTEXT = WithAPIServer      # every stage: a fresh API server of ours, the learner's scheduler
 
 PART1 = "03-scheduler/lesson-1-how-it-schedules.md"
 PART2 = "03-scheduler/lesson-2-run-the-scheduler.md"
@@ -56,29 +58,29 @@ def pod_object(name: str, *, cpu: str | None = None, memory: str | None = None, 
             "spec": {"containers": [container], **spec}}
 
 
-def add_nodes(ctx: StageContext, *nodes: dict) -> None:
+def add_nodes(ctx: WithAPIServer, *nodes: dict) -> None:
     for node in nodes:
         response = ctx.api.post("/api/v1/nodes", node)
         assert response.status_code == 201, response.text
 
 
-def create_pod(ctx: StageContext, name: str, **kwargs) -> None:
+def create_pod(ctx: WithAPIServer, name: str, **kwargs) -> None:
     response = ctx.api.post(f"/api/v1/namespaces/{NAMESPACE}/pods", pod_object(name, **kwargs))
     assert response.status_code == 201, response.text
 
 
-def node_of(ctx: StageContext, pod: str) -> str:
+def node_of(ctx: WithAPIServer, pod: str) -> str:
     """The pod's spec.nodeName, "" while it is pending."""
     return ctx.api.get(f"/api/v1/namespaces/{NAMESPACE}/pods/{pod}").json()["spec"].get("nodeName", "")
 
 
-def placement(ctx: StageContext) -> dict[str, str]:
+def placement(ctx: WithAPIServer) -> dict[str, str]:
     """pod name -> node name ("" while pending), for every pod."""
     items = ctx.api.get(f"/api/v1/namespaces/{NAMESPACE}/pods").json()["items"]
     return {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in items}
 
 
-def wait_bound(ctx: StageContext, pod: str, *, expected: str | None = None, timeout: float = 10,
+def wait_bound(ctx: WithAPIServer, pod: str, *, expected: str | None = None, timeout: float = 10,
                hint: Hint | None = None) -> str:
     """The node the pod gets bound to; a StageFailure if it stays pending."""
     return ctx.wait_until(lambda: node_of(ctx, pod), expected=expected or f"pod {pod} bound to a node",
@@ -86,7 +88,7 @@ def wait_bound(ctx: StageContext, pod: str, *, expected: str | None = None, time
                           timeout=timeout, hint=hint)
 
 
-def place_one_by_one(ctx: StageContext, pods: list[str], allowed: set[str], why: str, **kwargs) -> None:
+def place_one_by_one(ctx: WithAPIServer, pods: list[str], allowed: set[str], why: str, **kwargs) -> None:
     """Create each pod, wait for its binding, and fail at the first one
     bound outside `allowed`, saying `why` the other nodes were wrong."""
     for pod in pods:
@@ -99,7 +101,7 @@ def place_one_by_one(ctx: StageContext, pods: list[str], allowed: set[str], why:
 
 # ---------------------------------------------------------------- the stages
 
-def stage_binds(ctx: StageContext) -> None:
+def stage_binds(ctx: WithAPIServer) -> None:
     """One node, one pod: the pod is bound to it."""
     add_nodes(ctx, node_object("node1"))
     ctx.start_mine()
@@ -112,7 +114,7 @@ def stage_binds(ctx: StageContext) -> None:
 # The wrong nodes' names sort first: a scheduler that skips a filter and
 # takes the first of its equals, or the next in turn, lands on one.
 
-def stage_requests(ctx: StageContext) -> None:
+def stage_requests(ctx: WithAPIServer) -> None:
     """node-1 is full by requests (not by use: nothing runs), node-2 has room."""
     add_nodes(ctx, node_object("node-1", cpu="2", memory="4Gi"), node_object("node-2", cpu="2", memory="4Gi"))
     create_pod(ctx, "big", cpu="1500m", node="node-1")          # bound by hand, as in chapter 02
@@ -125,7 +127,7 @@ def stage_requests(ctx: StageContext) -> None:
                      "node-0 only 1Gi memory", cpu="250m", memory="2Gi")
 
 
-def stage_node_selector(ctx: StageContext) -> None:
+def stage_node_selector(ctx: WithAPIServer) -> None:
     add_nodes(ctx, node_object("node-1"), node_object("node-2", labels={"disktype": "ssd"}), node_object("node-3"))
     ctx.start_mine()
     place_one_by_one(ctx, ["ssd-1", "ssd-2", "ssd-3", "ssd-4"], {"node-2"},
@@ -133,7 +135,7 @@ def stage_node_selector(ctx: StageContext) -> None:
                      nodeSelector={"disktype": "ssd"})
 
 
-def stage_cordon(ctx: StageContext) -> None:
+def stage_cordon(ctx: WithAPIServer) -> None:
     add_nodes(ctx, node_object("node-1", unschedulable=True), node_object("node-2"))
     ctx.start_mine()
     place_one_by_one(ctx, ["web-1", "web-2", "web-3"], {"node-2"}, "node-1 is cordoned: spec.unschedulable is true")
@@ -146,7 +148,7 @@ def stage_cordon(ctx: StageContext) -> None:
         raise
 
 
-def stage_taints(ctx: StageContext) -> None:
+def stage_taints(ctx: WithAPIServer) -> None:
     gpu = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     draining = {"key": "draining", "value": "", "effect": "NoExecute"}
     add_nodes(ctx, node_object("node-1", taints=[gpu]), node_object("node-2", taints=[draining]), node_object("node-3"))
@@ -164,7 +166,7 @@ def stage_taints(ctx: StageContext) -> None:
                      tolerations=[{"key": "draining", "operator": "Exists"}])
 
 
-def stage_least_allocated(ctx: StageContext) -> None:
+def stage_least_allocated(ctx: WithAPIServer) -> None:
     """A small node and one twice its size: least allocated fills them to
     the same fraction, 2 pods and 4, whatever breaks the ties."""
     add_nodes(ctx, node_object("node-a", cpu="2", memory="4Gi"), node_object("node-b", cpu="4", memory="8Gi"))
@@ -181,7 +183,7 @@ def stage_least_allocated(ctx: StageContext) -> None:
                            f"the pods went {show_counts(counts)}")
 
 
-def stage_ties(ctx: StageContext) -> None:
+def stage_ties(ctx: WithAPIServer) -> None:
     """Two huge identical nodes and tiny pods: every score ties (the room
     left rounds to the same number), so only the tie-break spreads them."""
     add_nodes(ctx, node_object("node-a", cpu="1000", memory="1000Gi"),
@@ -196,12 +198,12 @@ def stage_ties(ctx: StageContext) -> None:
                            f"the pods went {show_counts(counts)} (a random pick is fair only on average)")
 
 
-def failed_scheduling(ctx: StageContext, pod: str) -> list[dict]:
+def failed_scheduling(ctx: WithAPIServer, pod: str) -> list[dict]:
     events = ctx.api.get(f"/api/v1/namespaces/{NAMESPACE}/events").json()["items"]
     return [e for e in events if e["involvedObject"].get("name") == pod and e.get("reason") == "FailedScheduling"]
 
 
-def stage_failed_scheduling(ctx: StageContext) -> None:
+def stage_failed_scheduling(ctx: WithAPIServer) -> None:
     add_nodes(ctx, node_object("node-a", cpu="1"), node_object("node-b", cpu="1"),
               node_object("node-c", cpu="8", unschedulable=True))
     ctx.start_mine()
@@ -222,7 +224,7 @@ def stage_failed_scheduling(ctx: StageContext) -> None:
                                         "failed (a new node may fit: try the waiting pods again)")
 
 
-def stage_scheduler_name(ctx: StageContext) -> None:
+def stage_scheduler_name(ctx: WithAPIServer) -> None:
     add_nodes(ctx, node_object("node1"))
     ctx.start_mine()
     create_pod(ctx, "theirs", schedulerName="my-scheduler")

@@ -2,9 +2,10 @@
 
 The starter marks each place the learner fills with `TODO(stage N)` inside
 a function. splice() replaces the functions of the chosen stages by the
-solution's functions of the same name (methods too, re-indented), so the
-tests can build "the starter, solved up to stage N" without a second copy
-of the starter's machinery.
+solution's functions of the same qualified name ("Store.get", "pick"
+inside `class Scheduler` is "Scheduler.pick"), re-indented, so the tests
+can build "the starter, solved up to stage N" without a second copy of
+the starter's machinery.
 """
 from __future__ import annotations
 
@@ -16,8 +17,18 @@ TODO = re.compile(r"TODO\(stage (\d+)\)")
 
 
 def functions(source: str) -> dict[str, ast.FunctionDef]:
-    """Every function and method in source, by name."""
-    return {node.name: node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)}
+    """Every function and method in source, by qualified name."""
+    found: dict[str, ast.FunctionDef] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if isinstance(child, ast.FunctionDef):
+                    found[name] = child
+                visit(child, f"{name}.")
+    visit(ast.parse(source), "")
+    return found
 
 
 def todo_stages(starter: str) -> dict[str, int]:
@@ -39,13 +50,14 @@ def splice(starter: str, solution: str, stages: set[int], instead: dict[str, str
     lines = starter.splitlines()
     solved = functions(solution)
     solution_lines = solution.splitlines()
-    chosen = [functions(starter)[name] for name, stage in todo_stages(starter).items() if stage in stages]
-    for node in sorted(chosen, key=lambda n: n.lineno, reverse=True):       # bottom up: line numbers hold
-        name = instead.get(node.name, node.name)
-        if name not in solved:
-            raise KeyError(f"the solution has no {name}()")
-        theirs = solved[name]
+    mine = functions(starter)
+    chosen = [name for name, stage in todo_stages(starter).items() if stage in stages]
+    for name in sorted(chosen, key=lambda n: mine[n].lineno, reverse=True):   # bottom up: line numbers hold
+        node, theirs_name = mine[name], instead.get(name, name)
+        if theirs_name not in solved:
+            raise KeyError(f"the solution has no {theirs_name}()")
+        theirs = solved[theirs_name]
         body = textwrap.dedent("\n".join(solution_lines[theirs.lineno - 1:theirs.end_lineno]))
-        body = body.replace(f"def {name}(", f"def {node.name}(", 1)
+        body = body.replace(f"def {theirs.name}(", f"def {node.name}(", 1)
         lines[node.lineno - 1:node.end_lineno] = textwrap.indent(body, " " * node.col_offset).splitlines()
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ tests/stages/test_hints.py holds every hint to that).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from apiserver_harness import APIServer, Client  # noqa: E402
 
 LOG_LINES = 12          # of the learner's log shown under a failure
+COLOURS = re.compile(r"\x1b\[[0-9;]*m")     # terminal colour codes (Flask's log has them)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class Program:
 
     def __init__(self, path: Path, args: list[str], log_path: Path):
         self.path, self.args, self.log_path = path, args, log_path
+        self.killed = False             # by the stage, on purpose (a crash it then recovers from)
         with open(log_path, "wb") as log:
             # PYTHONPATH: `import common` works for a copy kept anywhere.
             self.process = subprocess.Popen(
@@ -76,10 +79,16 @@ class Program:
 
     def log_tail(self, lines: int = LOG_LINES) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
+        return "\n".join(COLOURS.sub("", text).splitlines()[-lines:])
 
     def exited(self) -> int | None:
         return self.process.poll()
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up at all, as a crash or a power cut."""
+        self.killed = True
+        self.process.kill()
+        self.process.wait()
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -92,19 +101,20 @@ class Program:
 
 
 class StageContext:
-    """What a stage works with: a fresh API server, and the learner's program."""
+    """What every stage works with: a scratch directory and the learner's program."""
 
     def __init__(self, mine: Path, workdir: Path):
         self.mine = mine
         self.workdir = workdir
-        self.server = APIServer(workdir / "data").start()
-        self.api = Client(self.server.url)
         self.programs: list[Program] = []
 
+    def mine_args(self) -> list[str]:
+        """The flags every start of the learner's program gets."""
+        return []
+
     def start_mine(self, *args: str) -> Program:
-        """The learner's program, pointed at this stage's API server."""
         log_path = self.workdir / f"mine-{len(self.programs) + 1}.log"
-        program = Program(self.mine, ["--apiserver", self.server.url, *args], log_path)
+        program = Program(self.mine, [*self.mine_args(), *args], log_path)
         self.programs.append(program)
         return program
 
@@ -115,7 +125,7 @@ class StageContext:
         deadline = time.monotonic() + timeout
         while True:
             for program in self.programs:
-                if program.exited() is not None:
+                if program.exited() is not None and not program.killed:
                     raise StageFailure(expected, f"your program exited with code {program.exited()}", hint)
             try:
                 result = check()
@@ -130,6 +140,22 @@ class StageContext:
     def close(self) -> None:
         for program in self.programs:
             program.stop()
+
+
+class WithAPIServer(StageContext):
+    """For a component that is a client of the API server: a fresh API
+    server of ours, which the learner's program is pointed at."""
+
+    def __init__(self, mine: Path, workdir: Path):
+        super().__init__(mine, workdir)
+        self.server = APIServer(workdir / "data").start()
+        self.api = Client(self.server.url)
+
+    def mine_args(self) -> list[str]:
+        return ["--apiserver", self.server.url]
+
+    def close(self) -> None:
+        super().close()
         self.server.stop()
 
 
@@ -141,10 +167,10 @@ class Result:
     log: str = ""
 
 
-def run_stage(stage: Stage, mine: Path) -> Result:
+def run_stage(stage: Stage, mine: Path, context_class: type[StageContext] = WithAPIServer) -> Result:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"stage-{stage.number}-") as tmp:
-        context = StageContext(mine, Path(tmp))
+        context = context_class(mine, Path(tmp))
         try:
             stage.run(context)
         except StageFailure as failure:
@@ -157,7 +183,7 @@ def run_stage(stage: Stage, mine: Path) -> Result:
 
 
 def run_stages(title: str, stages: list[Stage], mine: Path, only: int | None = None,
-               console: Console | None = None) -> list[Result]:
+               context_class: type[StageContext] = WithAPIServer, console: Console | None = None) -> list[Result]:
     """Run the stages in order up to the first failure (or only stage `only`),
     printing progress; return what ran."""
     console = console or Console()
@@ -168,7 +194,7 @@ def run_stages(title: str, stages: list[Stage], mine: Path, only: int | None = N
     results = []
     for stage in chosen:
         with console.status(f"stage {stage.number}: {stage.title}"):
-            result = run_stage(stage, mine)
+            result = run_stage(stage, mine, context_class)
         results.append(result)
         if result.failure is None:
             console.print(f"[green]✓[/green] stage {stage.number}  {stage.title}  [dim]{result.seconds:.1f} s[/dim]")

@@ -12,31 +12,22 @@ and the scheduler as a process; no Docker.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import scheduler_stages
+from honesty import report, solved
 from scheduler_stages import STAGES
-from splice import splice, todo_stages
+from splice import todo_stages
 from stage_runner import ROOT, run_stage
 
 REFERENCE = ROOT / "03-scheduler" / "scheduler.py"
 STARTER = ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py"
-SOLUTION = Path(__file__).parent / "solutions" / "scheduler.py"
-
-
-def failure_report(result) -> str:
-    if result.failure is None:
-        return "passed"
-    failure = result.failure
-    return f"expected {failure.expected}\nhappened {failure.happened}\nhint {failure.hint}\nlog:\n{result.log}"
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: f"stage-{s.number}")
 def test_the_reference_scheduler_passes_every_stage(stage):
     result = run_stage(stage, REFERENCE)
-    assert result.failure is None, failure_report(result)
+    assert result.failure is None, report(result)
 
 
 def test_the_untouched_starter_fails_stage_1_saying_why():
@@ -48,30 +39,24 @@ def test_the_untouched_starter_fails_stage_1_saying_why():
     assert "NotImplementedError: pick() is yours to write: see TODO(stage 1)" in result.log
 
 
-def solved(tmp_path: Path, stages: set[int], instead: dict[str, str] | None = None) -> Path:
-    path = tmp_path / "my_scheduler.py"
-    path.write_text(splice(STARTER.read_text(), SOLUTION.read_text(), stages, instead))
-    return path
-
-
 def test_the_starter_with_its_todos_filled_passes_every_stage(tmp_path):
-    mine = solved(tmp_path, {stage.number for stage in STAGES})
+    mine = solved(STARTER, tmp_path, {stage.number for stage in STAGES})
     for stage in STAGES:
         result = run_stage(stage, mine)
-        assert result.failure is None, f"stage {stage.number}: {failure_report(result)}"
+        assert result.failure is None, f"stage {stage.number}: {report(result)}"
 
 
 # The starter solved up to the stage before, and what it lacks for this one.
 # Stage 7 (fair ties) has no TODO of its own: pick() from stage 1 takes
 # the first of the best instead of the next in turn.
 WITHOUT = {number: ({*range(1, number)}, {}) for number in range(2, len(STAGES) + 1)}
-WITHOUT[7] = ({*range(1, 7)}, {"pick": "pick_first"})
+WITHOUT[7] = ({*range(1, 7)}, {"Scheduler.pick": "Scheduler.pick_first"})
 
 
 @pytest.mark.parametrize("number", sorted(WITHOUT), ids=lambda n: f"stage-{n}")
 def test_a_stage_fails_a_scheduler_without_what_it_grades(tmp_path, number):
     stages, instead = WITHOUT[number]
-    result = run_stage(STAGES[number - 1], solved(tmp_path, stages, instead))
+    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, stages, instead))
     assert result.failure is not None, f"stage {number} passed a scheduler without its part"
 
 

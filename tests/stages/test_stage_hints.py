@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
+import apiserver_stages
 import scheduler_stages
 from splice import functions
 from stage_runner import ROOT, Hint
 
-STAGE_MODULES = [scheduler_stages]
-STARTERS = [ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py"]
+STAGE_MODULES = [apiserver_stages, scheduler_stages]
+STARTERS = [ROOT / "02-apiserver" / "build-it-yourself" / "apiserver.py",
+            ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py"]
 HEADING = re.compile(r"^#+ (.+?)\s*$", re.M)
 
 

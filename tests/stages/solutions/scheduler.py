@@ -70,19 +70,19 @@ def fit_error(node_count: int, reasons: dict[str, list[str]]) -> str:
     return f"0/{node_count} nodes are available: {', '.join(sorted(f'{n} {r}' for r, n in counts.items()))}."
 
 
-def is_mine(self, pod: dict) -> bool:
-    return not pod["spec"].get("nodeName") and (pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER) == self.name
+class Scheduler:
+    """The starter's Scheduler methods."""
 
+    def is_mine(self, pod: dict) -> bool:
+        return not pod["spec"].get("nodeName") and (pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER) == self.name
 
-def pick(self, best: list[str]) -> str:
-    self.turn = getattr(self, "turn", -1) + 1
-    return sorted(best)[self.turn % len(best)]
+    def pick(self, best: list[str]) -> str:
+        self.turn = getattr(self, "turn", -1) + 1
+        return sorted(best)[self.turn % len(best)]
 
+    def failed_scheduling(self, pod: dict, message: str) -> None:
+        self.events.event(pod, "Warning", "FailedScheduling", message)
 
-def failed_scheduling(self, pod: dict, message: str) -> None:
-    self.events.event(pod, "Warning", "FailedScheduling", message)
-
-
-def pick_first(self, best: list[str]) -> str:
-    """Not fair: the first of the best, every time (stage 7 must catch it)."""
-    return sorted(best)[0]
+    def pick_first(self, best: list[str]) -> str:
+        """Not fair: the first of the best, every time (stage 7 must catch it)."""
+        return sorted(best)[0]
