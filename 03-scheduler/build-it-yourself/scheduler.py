@@ -21,9 +21,10 @@ import argparse
 import queue
 import sys
 import threading
+import traceback
 
 from common import kubeconfig
-from common.client import APIClient, APIConnectionError, APIStatusError
+from common.client import APIClient
 from common.events import EventRecorder
 from common.informer import Informer
 from common.log import get_logger
@@ -227,8 +228,10 @@ class Scheduler:
                 if node:
                     self.bind(pod, node)
                     continue
-            except (APIConnectionError, APIStatusError, NotImplementedError, ValueError, KeyError) as error:
-                log.error("cannot schedule", obj=pod_key, error=f"{type(error).__name__}: {error}")
+            except Exception as error:        # a refused binding, or a bug in a TODO: one pod, not the scheduler
+                where = traceback.extract_tb(error.__traceback__)[-1]
+                log.error("cannot schedule", obj=pod_key, error=f"{type(error).__name__}: {error}",
+                          at=f"{where.name}() line {where.lineno}")
             with self.lock:                    # wait for the cluster to change, unless it just did
                 if self.changes == changes:
                     self.waiting.add(pod_key)
