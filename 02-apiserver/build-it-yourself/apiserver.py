@@ -124,13 +124,12 @@ class Store:
         raise ApiError(501, "NotImplemented", "Store.delete is yours to write: see TODO(stage 5)")
 
     def watch(self, namespace: str | None, since: int, stop: threading.Event):
-        # TODO(stage 6): yield every change to the namespace's pods after
-        # resourceVersion `since`, in order ({"type": ..., "object": ...}
-        # from self.history), then wait on self.changed for more (a second
-        # at a time, to notice stop), until stop is set. Lesson: "Watch: one history, many cursors" in
-        # lesson-1-store-rest-watch.md.
+        # TODO(stage 6): a generator: yield every change to the namespace's
+        # pods after resourceVersion `since`, in order ({"type": ...,
+        # "object": ...} from self.history), then wait on self.changed for
+        # more (a second at a time, to notice stop), until stop is set.
+        # Lesson: "Watch: one history, many cursors" in lesson-1-store-rest-watch.md.
         raise ApiError(501, "NotImplemented", "Store.watch is yours to write: see TODO(stage 6)")
-        yield
 
 
 # ---------------------------------------------------------------- HTTP
@@ -174,13 +173,14 @@ def create_app(store: Store) -> Flask:
         """One long response, one JSON event per line, until the client goes
         or timeoutSeconds passes."""
         stop = threading.Event()
+        events = store.watch(namespace, since, stop)
         timer = threading.Timer(float(request.args.get("timeoutSeconds") or 1800), stop.set)
         timer.daemon = True                    # Ctrl-C does not wait for it
         timer.start()
 
         def lines():
             try:
-                for event in store.watch(namespace, since, stop):
+                for event in events:
                     yield json.dumps(event) + "\n"
             finally:
                 stop.set()
