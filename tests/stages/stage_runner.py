@@ -9,7 +9,7 @@ fails stops the run, because later stages build on earlier ones.
 A failing check raises StageFailure with three things a learner can act
 on: what the stage expected, what happened instead, and the lesson section
 that explains it (a Hint: a heading that exists in the chapter's lesson;
-tests/stages/test_hints.py holds every hint to that).
+tests/stages/test_stage_hints.py holds every hint to that).
 """
 from __future__ import annotations
 
@@ -52,9 +52,10 @@ class Hint:
 class StageFailure(Exception):
     """A check that did not hold: what was expected, what happened, where to read."""
 
-    def __init__(self, expected: str, happened: str, hint: Hint | None = None):
+    def __init__(self, expected: str, happened: str, hint: Hint | None = None, *, unreadable: bool = False):
         super().__init__(f"expected {expected}; {happened}")
         self.expected, self.happened, self.hint = expected, happened, hint
+        self.unreadable = unreadable    # the stage could not read an answer, rather than found it wrong
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,14 @@ def run_stage(stage: Stage, mine: Path, context_class: type[StageContext] = With
     with tempfile.TemporaryDirectory(prefix=f"stage-{stage.number}-") as tmp:
         context = context_class(mine, Path(tmp))
         try:
-            stage.run(context)
+            try:
+                stage.run(context)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+                # An answer of an unexpected shape (a list where an object
+                # belongs, a field missing): the learner's to fix, so say so
+                # rather than end in a traceback.
+                raise StageFailure("answers in Kubernetes' shapes, which the stage can read",
+                                   f"reading one failed with {type(error).__name__}: {error}", unreadable=True)
         except StageFailure as failure:
             failure.hint = failure.hint or stage.hint
             log = "\n\n".join(p.log_tail() for p in context.programs)

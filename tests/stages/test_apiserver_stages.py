@@ -55,6 +55,7 @@ def test_the_starter_with_its_todos_filled_passes_every_stage(tmp_path, stages):
 def test_a_stage_fails_a_server_without_what_it_grades(tmp_path, number):
     result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, set(range(1, number))), CONTEXT)
     assert result.failure is not None, f"stage {number} passed a server without its part"
+    assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
 
 def test_every_todo_in_the_starter_belongs_to_a_stage():

@@ -58,6 +58,7 @@ def test_a_stage_fails_a_scheduler_without_what_it_grades(tmp_path, number):
     stages, instead = WITHOUT[number]
     result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, stages, instead))
     assert result.failure is not None, f"stage {number} passed a scheduler without its part"
+    assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
 
 def test_every_todo_in_the_starter_belongs_to_a_stage():
