@@ -150,18 +150,18 @@ def stage_cordon(ctx: WithAPIServer) -> None:
 
 def stage_taints(ctx: WithAPIServer) -> None:
     gpu = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
-    draining = {"key": "draining", "value": "", "effect": "NoExecute"}
+    draining = {"key": "draining", "value": "true", "effect": "NoExecute"}   # a value: Exists must ignore it
     add_nodes(ctx, node_object("node-1", taints=[gpu]), node_object("node-2", taints=[draining]), node_object("node-3"))
     ctx.start_mine()
     place_one_by_one(ctx, ["plain-1", "plain-2", "plain-3", "plain-4"], {"node-3"},
-                     "node-1 has the taint dedicated=gpu:NoSchedule and node-2 draining:NoExecute; "
+                     "node-1 has the taint dedicated=gpu:NoSchedule and node-2 draining=true:NoExecute; "
                      "the pods tolerate neither")
     place_one_by_one(ctx, ["gpu-job"], {"node-1"},
                      "the pod tolerates dedicated=gpu:NoSchedule (operator Equal) and selects node-1",
                      nodeSelector={"kubernetes.io/hostname": "node-1"},
                      tolerations=[{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}])
     place_one_by_one(ctx, ["cleanup"], {"node-2"},
-                     "the pod tolerates every draining taint (operator Exists) and selects node-2",
+                     "the pod tolerates every draining taint, whatever its value (operator Exists), and selects node-2",
                      nodeSelector={"kubernetes.io/hostname": "node-2"},
                      tolerations=[{"key": "draining", "operator": "Exists"}])
 

@@ -58,6 +58,28 @@ def test_a_stage_fails_a_server_without_what_it_grades(tmp_path, number):
     assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
 
+# Mistakes a learner could make in a part that looks finished, and the
+# stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).
+MISTAKES = [
+    (3, "loads the pods but not the version", 'self.version = max(self.version, int(pod["metadata"]["resourceVersion"]))',
+     "pass"),
+    (4, "never checks the version sent", 'if sent and sent != current["metadata"]["resourceVersion"]:', "if False:"),
+    (5, "leaves the file behind", "self.remove_file(namespace, name)", "pass"),
+    (6, "sends the whole history", 'if int(meta["resourceVersion"]) > since', "if True"),
+]
+
+
+@pytest.mark.parametrize("number, mistake, right, wrong", MISTAKES, ids=[m[1] for m in MISTAKES])
+def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right, wrong):
+    mine = solved(STARTER, tmp_path, set(range(1, KUBECTL_STAGE)))
+    source = mine.read_text()
+    assert right in source, f"the solution no longer has {right!r}"
+    mine.write_text(source.replace(right, wrong))
+    result = run_stage(STAGES[number - 1], mine, CONTEXT)
+    assert result.failure is not None, f"stage {number} passed a server that {mistake}"
+    assert not result.failure.unreadable, report(result)
+
+
 def test_every_todo_in_the_starter_belongs_to_a_stage():
     marked = todo_stages(STARTER.read_text())
     assert set(marked.values()) == set(range(1, KUBECTL_STAGE)), marked

@@ -61,6 +61,30 @@ def test_a_stage_fails_a_scheduler_without_what_it_grades(tmp_path, number):
     assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
 
+# Mistakes a learner could make in a part that looks finished, and the
+# stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).
+MISTAKES = [
+    (2, "checks cpu only", "for resource, wanted in pod_requests(pod).items():",
+     "for resource, wanted in [(r, w) for r, w in pod_requests(pod).items() if r == 'cpu']:"),
+    (2, "forgets the pod's own request", "if wanted > allocatable.get(resource, 0) - used:",
+     "if used > allocatable.get(resource, 0):"),
+    (5, "treats Exists as Equal", 'if toleration.get("operator") == "Exists":', "if False:"),
+    (8, "does not sort the reasons", "sorted(f'{n} {r}' for r, n in counts.items())",
+     "(f'{n} {r}' for r, n in counts.items())"),
+]
+
+
+@pytest.mark.parametrize("number, mistake, right, wrong", MISTAKES, ids=[m[1] for m in MISTAKES])
+def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right, wrong):
+    mine = solved(STARTER, tmp_path, {stage.number for stage in STAGES})
+    source = mine.read_text()
+    assert right in source, f"the solution no longer has {right!r}"
+    mine.write_text(source.replace(right, wrong))
+    result = run_stage(STAGES[number - 1], mine)
+    assert result.failure is not None, f"stage {number} passed a scheduler that {mistake}"
+    assert not result.failure.unreadable, report(result)
+
+
 def test_every_todo_in_the_starter_belongs_to_a_stage():
     marked = todo_stages(STARTER.read_text())
     assert set(marked.values()) == {stage.number for stage in STAGES} - {7}, marked
