@@ -8,6 +8,7 @@ runs every stage in order up to the first that fails.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     mine = Path(args.mine) if args.mine else ROOT / starter
     if not mine.is_file():
         parser.error(f"{mine} is not a file")
-    chapter = __import__(module)
+    chapter = importlib.import_module(module)
     results = run_stages(title, chapter.STAGES, mine, args.stage, chapter.CONTEXT)
     return 0 if all(r.failure is None for r in results) else 1
 

@@ -1,9 +1,10 @@
 """The stage runner: grades a learner's component one capability at a time.
 
 A chapter's stages are an ordered list. Each stage starts from nothing (a
-fresh API server in a fresh directory), starts the learner's program with
-its command line, and talks to it only over HTTP, so any implementation
-that keeps the contract passes, and none is imported. The first stage that
+fresh directory, and for a client of the API server a fresh API server of
+ours: the chapter's CONTEXT), starts the learner's program with its
+command line, and talks to it only over HTTP, so any implementation that
+keeps the contract passes, and none is imported. The first stage that
 fails stops the run, because later stages build on earlier ones.
 
 A failing check raises StageFailure with three things a learner can act
