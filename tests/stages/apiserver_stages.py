@@ -258,7 +258,7 @@ def stage_watch(ctx: LearnerAPIServer) -> None:
 def stage_kubectl(ctx: LearnerAPIServer) -> None:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
-        raise StageFailure("kubectl on PATH (1.32; `make test` installs it as root)", "there is none")
+        raise StageFailure("kubectl on PATH (see \"Getting kubectl\" in README.md)", "there is none")
     ctx.start_server()
     created = create(ctx, "web")
     create(ctx, "db")
