@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -37,8 +37,8 @@ demo: setup ## the cluster so far: a two-tier application answers through a pod 
 demo-04: venv images ## chapter 04's cluster: a Deployment rolls out and survives a node's death, on this machine
 	$(PY) 04-controllers/demo.py
 
-demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods over two kubelets; a too-big pod stays Pending
-	$(PY) 03-scheduler/demo.py
+demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods over two kubelets; a too-big pod stays Pending (SCHEDULER=path/to/yours.py)
+	$(PY) 03-scheduler/demo.py $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
 	$(PY) 02-apiserver/demo.py
@@ -71,6 +71,9 @@ test-02: venv ## chapter 02: the API server over real HTTP, with the real kubect
 lesson-02: venv images ## run chapter 02's README as a lesson, command by command (part 5 on machines it makes: as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 02-apiserver
 
+stage-02: venv ## chapter 02, build it yourself: grade your API server stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 02 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
+
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
 	$(PY) 02-apiserver/benchmarks/bench.py
 
@@ -82,6 +85,9 @@ test-03: venv images ## chapter 03: the scheduler's plugins, queue and cache, an
 
 lesson-03: venv images ## run chapter 03's README as a lesson, command by command, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 03-scheduler
+
+stage-03: venv ## chapter 03, build it yourself: grade your scheduler stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 03 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
 bench-03: venv ## chapter 03 benchmark: 3,000 pods onto 1,000 nodes, pods/s and cycle times vs the API server's own rates (ARGS="--nodes 100 --pods 300": quick)
 	$(PY) 03-scheduler/bench.py $(ARGS)

@@ -1,0 +1,24 @@
+"""What the tests of both ends share: a starter solved up to some stage,
+and a stage's result as a test failure message."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from splice import splice
+from stage_runner import Result
+
+SOLUTIONS = Path(__file__).parent / "solutions"
+
+
+def solved(starter: Path, tmp_path: Path, stages: set[int], instead: dict[str, str] | None = None) -> Path:
+    """A copy of starter with the TODOs of `stages` filled from solutions/<its name>."""
+    path = tmp_path / f"my_{starter.name}"
+    path.write_text(splice(starter.read_text(), (SOLUTIONS / starter.name).read_text(), stages, instead))
+    return path
+
+
+def report(result: Result) -> str:
+    if result.failure is None:
+        return "passed"
+    failure = result.failure
+    return f"expected {failure.expected}\nhappened {failure.happened}\nhint {failure.hint}\nlog:\n{result.log}"

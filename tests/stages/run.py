@@ -1,0 +1,40 @@
+"""Grade your component, stage by stage: `make stage-03` runs this.
+
+    python tests/stages/run.py 03 [--stage N] [--mine path/to/your_scheduler.py]
+
+Without --mine it grades the chapter's starting file; without --stage it
+runs every stage in order up to the first that fails.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from stage_runner import ROOT, run_stages
+
+# chapter -> (title, the module with its STAGES, the starting file)
+CHAPTERS = {
+    "02": ("Chapter 02: the API server", "apiserver_stages", "02-apiserver/build-it-yourself/apiserver.py"),
+    "03": ("Chapter 03: the scheduler", "scheduler_stages", "03-scheduler/build-it-yourself/scheduler.py"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("chapter", choices=sorted(CHAPTERS))
+    parser.add_argument("--stage", type=int, help="run this stage only")
+    parser.add_argument("--mine", help="the file to grade (default: the chapter's starting file)")
+    args = parser.parse_args(argv)
+    title, module, starter = CHAPTERS[args.chapter]
+    mine = Path(args.mine) if args.mine else ROOT / starter
+    if not mine.is_file():
+        parser.error(f"{mine} is not a file")
+    chapter = importlib.import_module(module)
+    results = run_stages(title, chapter.STAGES, mine, args.stage, chapter.CONTEXT)
+    return 0 if all(r.failure is None for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

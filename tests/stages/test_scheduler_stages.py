@@ -1,0 +1,90 @@
+"""Chapter 03's stages keep both ends honest.
+
+- The reference scheduler (03-scheduler/scheduler.py) passes every stage.
+- The untouched starter fails stage 1, with the message a learner sees.
+- The starter with its marked places filled (from solutions/scheduler.py)
+  passes every stage: a learner can get there by filling them.
+- Leave out the part a stage grades, and that stage fails: no stage
+  passes a scheduler that skips what it is about.
+
+Each run is black-box, as `make stage-03` runs it: a fresh API server
+and the scheduler as a process; no Docker.
+"""
+from __future__ import annotations
+
+import pytest
+
+import scheduler_stages
+from honesty import report, solved
+from scheduler_stages import STAGES
+from splice import todo_stages
+from stage_runner import ROOT, run_stage
+
+REFERENCE = ROOT / "03-scheduler" / "scheduler.py"
+STARTER = ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py"
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: f"stage-{s.number}")
+def test_the_reference_scheduler_passes_every_stage(stage):
+    result = run_stage(stage, REFERENCE)
+    assert result.failure is None, report(result)
+
+
+def test_the_untouched_starter_fails_stage_1_saying_why():
+    result = run_stage(STAGES[0], STARTER)
+    assert result.failure is not None, "the starter passes stage 1: the learner has nothing to write"
+    assert result.failure.expected == "pod web bound to node1, the only node"
+    assert result.failure.happened.startswith("web is still Pending (no spec.nodeName)")
+    assert result.failure.hint == scheduler_stages.CYCLE
+    assert "NotImplementedError: pick() is yours to write: see TODO(stage 1)" in result.log
+
+
+def test_the_starter_with_its_todos_filled_passes_every_stage(tmp_path):
+    mine = solved(STARTER, tmp_path, {stage.number for stage in STAGES})
+    for stage in STAGES:
+        result = run_stage(stage, mine)
+        assert result.failure is None, f"stage {stage.number}: {report(result)}"
+
+
+# The starter solved up to the stage before, and what it lacks for this one.
+# Stage 7 (fair ties) has no TODO of its own: pick() from stage 1 takes
+# the first of the best instead of the next in turn.
+WITHOUT = {number: ({*range(1, number)}, {}) for number in range(2, len(STAGES) + 1)}
+WITHOUT[7] = ({*range(1, 7)}, {"Scheduler.pick": "Scheduler.pick_first"})
+
+
+@pytest.mark.parametrize("number", sorted(WITHOUT), ids=lambda n: f"stage-{n}")
+def test_a_stage_fails_a_scheduler_without_what_it_grades(tmp_path, number):
+    stages, instead = WITHOUT[number]
+    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, stages, instead))
+    assert result.failure is not None, f"stage {number} passed a scheduler without its part"
+    assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
+
+
+# Mistakes a learner could make in a part that looks finished, and the
+# stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).
+MISTAKES = [
+    (2, "checks cpu only", "for resource, wanted in pod_requests(pod).items():",
+     "for resource, wanted in [(r, w) for r, w in pod_requests(pod).items() if r == 'cpu']:"),
+    (2, "forgets the pod's own request", "if wanted > allocatable.get(resource, 0) - used:",
+     "if used > allocatable.get(resource, 0):"),
+    (5, "treats Exists as Equal", 'if toleration.get("operator") == "Exists":', "if False:"),
+    (8, "does not sort the reasons", "sorted(f'{n} {r}' for r, n in counts.items())",
+     "(f'{n} {r}' for r, n in counts.items())"),
+]
+
+
+@pytest.mark.parametrize("number, mistake, right, wrong", MISTAKES, ids=[m[1] for m in MISTAKES])
+def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right, wrong):
+    mine = solved(STARTER, tmp_path, {stage.number for stage in STAGES})
+    source = mine.read_text()
+    assert right in source, f"the solution no longer has {right!r}"
+    mine.write_text(source.replace(right, wrong))
+    result = run_stage(STAGES[number - 1], mine)
+    assert result.failure is not None, f"stage {number} passed a scheduler that {mistake}"
+    assert not result.failure.unreadable, report(result)
+
+
+def test_every_todo_in_the_starter_belongs_to_a_stage():
+    marked = todo_stages(STARTER.read_text())
+    assert set(marked.values()) == {stage.number for stage in STAGES} - {7}, marked

@@ -1,0 +1,38 @@
+"""`make stage-NN` as a learner runs it: tests/stages/run.py, its exit
+code and what it prints (chapter 02's stages, which take a second)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from stage_runner import ROOT
+
+RUN = ROOT / "tests" / "stages" / "run.py"
+
+
+def grade(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(RUN), *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "PYTHONPATH": str(ROOT)})
+
+
+def test_the_starter_stops_at_stage_1_with_what_to_read():
+    run = grade("02")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "✗ stage 1  create a pod and read it back" in run.stdout
+    assert "expected GET of pod web to answer 200" in run.stdout
+    assert 'hint     see "One path for every request" in 02-apiserver/lesson-1-store-rest-watch.md' in run.stdout
+    assert "0 of 7 stages pass; fix stage 1 and run again" in run.stdout
+    assert "stage 2" not in run.stdout                     # the first failure ends the run
+
+
+def test_one_stage_of_the_reference_passes():
+    run = grade("02", "--stage", "4", "--mine", "02-apiserver/apiserver.py")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "✓ stage 4  optimistic concurrency" in run.stdout
+    assert "stage 1" not in run.stdout
+
+
+def test_a_stage_that_does_not_exist_is_an_error():
+    run = grade("03", "--stage", "12")
+    assert run.returncode != 0
+    assert "there is no stage 12: the stages are 1 to 9" in run.stdout + run.stderr
