@@ -51,7 +51,8 @@ from watch_cache import Event, WatchCache
 log = get_logger("apiserver")
 
 # Names become path components, so they are checked here too, whatever the
-# REST layer validated: no "/", no "..", no NUL can reach the file system.
+# REST layer validated: no "/", no "..", no NUL can reach the file system
+# (a namespace must be an RFC 1123 name; other names are escaped, _file_name).
 _SAFE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RV_BLOCK = 1000
 
@@ -64,9 +65,20 @@ def _check_path_part(what: str, value: str) -> None:
 def _file_name(name: str) -> str:
     """`web.json`; a name too long for the file system (over 250 bytes, file
     names stop at 255) keeps its start and gets a hash of the whole."""
+    if not _SAFE_NAME.match(name) or ".." in name:
+        name = _escaped(name)
     if len(name) <= 250:
         return name + ".json"
     return f"{name[:200]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}.json"
+
+
+def _escaped(name: str) -> str:
+    """Most names are RFC 1123 names and are their own file names. RBAC's
+    may hold more (system:node, Admin): there every byte outside a-z, 0-9
+    and "-" becomes %XX, and since no RFC 1123 name holds a "%", the two
+    kinds of file name never meet, and none is "..", or holds a "/"."""
+    safe = b"abcdefghijklmnopqrstuvwxyz0123456789-"
+    return "".join(chr(b) if b in safe else f"%{b:02X}" for b in name.encode("utf-8"))
 
 
 def _without_version(obj: dict) -> dict:
@@ -266,7 +278,8 @@ class FileStore:
     # ----- writes -----
 
     def _path(self, resource, namespace: str, name: str) -> Path:
-        _check_path_part("name", name)
+        if not isinstance(name, str) or not name:
+            raise api_errors.bad_request(f"invalid name {name!r}")
         parts = [resource.group or "core", resource.plural]
         if resource.namespaced:
             _check_path_part("namespace", namespace)
