@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from flask import Flask
 from werkzeug.exceptions import HTTPException
 
-import abac
 import access_review
 import admission
 import api_errors
 import authentication
+import authorizers
 import custom_resources
 from kubectl_compat import discovery
 import gauntlet
@@ -32,6 +32,8 @@ import objects
 from kubectl_compat import openapi
 from kubectl_compat import openapi_v2
 import deletion
+import rbac_aggregation
+import rbac_bootstrap
 import rest
 from request_context import respond
 import tokens
@@ -96,8 +98,13 @@ def create_app(config: dict | None = None) -> Flask:
         services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
-    if app.config.get("AUTHORIZATION_POLICY_FILE"):
-        server.authorizer = abac.ABACAuthorizer(app.config["AUTHORIZATION_POLICY_FILE"])
+    # --authorization-mode; without one, ABAC if there is a policy file, as before RBAC came.
+    modes = app.config.get("AUTHORIZATION_MODES") or (
+        ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
+    server.authorizer = authorizers.build(modes, store, app.config.get("AUTHORIZATION_POLICY_FILE"))
+    if "RBAC" in modes:
+        rbac_bootstrap.ensure(store)      # the default roles and bindings, reconciled
+        rbac_aggregation.keep_aggregated(store)
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)
