@@ -19,6 +19,7 @@ from __future__ import annotations
 from flask import g, request
 
 import abac
+import impersonation
 import request_info
 from authentication import INSECURE_USER, User
 from common.log import get_logger
@@ -52,6 +53,8 @@ def authenticate(req) -> User:
     if not req.environ.get(SECURE_PORT):
         return INSECURE_USER
     user = server().authenticator(req)      # raises 401 Unauthorized
+    # --as / --as-group: the caller may act as another user if allowed to (403 if not).
+    user = impersonation.act_as(user, req.headers, server().authorizer)
     g.user = user
     return user
 
