@@ -52,7 +52,7 @@ log = get_logger("apiserver")
 
 # Names become path components, so they are checked here too, whatever the
 # REST layer validated: no "/", no "..", no NUL can reach the file system
-# (a namespace must be an RFC 1123 name; other names are escaped, _file_name).
+# (a namespace must be an RFC 1123 name; a name need not, and is escaped, _file_name).
 _SAFE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RV_BLOCK = 1000
 
@@ -60,6 +60,16 @@ _RV_BLOCK = 1000
 def _check_path_part(what: str, value: str) -> None:
     if not isinstance(value, str) or not _SAFE_NAME.match(value) or ".." in value:
         raise api_errors.bad_request(f"invalid {what} {value!r}: must be a lowercase RFC 1123 name")
+
+
+def _check_name(name: str) -> None:
+    """Any name a kind's validation may allow: at most 253 characters, none
+    of them "/", "%" or a control character, and not "." or ".." (RBAC's
+    rule for path segments; most kinds are stricter, in validation)."""
+    if (not isinstance(name, str) or not name or len(name) > 253 or name in (".", "..")
+            or any(c in "/%" or ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise api_errors.bad_request(f"invalid name {name!r}: may not be empty, '.' or '..', longer than "
+                                     "253 characters, or hold '/', '%' or a control character")
 
 
 def _file_name(name: str) -> str:
@@ -278,8 +288,7 @@ class FileStore:
     # ----- writes -----
 
     def _path(self, resource, namespace: str, name: str) -> Path:
-        if not isinstance(name, str) or not name:
-            raise api_errors.bad_request(f"invalid name {name!r}")
+        _check_name(name)
         parts = [resource.group or "core", resource.plural]
         if resource.namespaced:
             _check_path_part("namespace", namespace)
