@@ -5,7 +5,8 @@ a fresh one over a temporary data directory, and the command line
 (apiserver.py) is only flag parsing around it.
 
 It wires every part, so it names modules outside the core: the gauntlet
-(abac, tokens, authentication, access_review, admission: part 3),
+(abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens,
+authentication, access_review, admission: part 3),
 custom_resources, service_ips and kubernetes_service (chapters 04 and 05
 use them), metrics,
 and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a

@@ -1,7 +1,8 @@
 """The gauntlet every request on the secure port runs before it may touch an object.
 
     authentication  who is asking?           a bearer token -> a user   (401 if none)
-    authorization   may they do this?        the ABAC policy file       (403 if not)
+    authorization   may they do this?        --authorization-mode       (403 if not)
+                                             (ABAC, RBAC: authorizers.py)
     admission       is the object allowed?   admission.py's plugins     (after decoding)
     validation      is it well formed?       common/validate.py         (422)
 

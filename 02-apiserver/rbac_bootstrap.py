@@ -171,23 +171,31 @@ def cluster_role_bindings() -> list[dict]:
 # [START reconcile]
 def ensure(store) -> None:
     """Create what is missing, give back what was taken, keep what was added."""
-    for wanted in cluster_roles():
-        reconcile(store, CLUSTER_ROLES, wanted, _reconciled_role)
-    for wanted in cluster_role_bindings():
-        reconcile(store, CLUSTER_ROLE_BINDINGS, wanted, _reconciled_binding)
+    outcomes = [reconcile(store, CLUSTER_ROLES, wanted, _reconciled_role) for wanted in cluster_roles()]
+    outcomes += [reconcile(store, CLUSTER_ROLE_BINDINGS, wanted, _reconciled_binding)
+                 for wanted in cluster_role_bindings()]
     aggregate(store)
+    log.info("default RBAC policy", **{outcome: outcomes.count(outcome) for outcome in
+                                       ("created", "reconciled", "unchanged", "protected")})
 
 
-def reconcile(store, resource, wanted: dict, merge) -> None:
+def reconcile(store, resource, wanted: dict, merge) -> str:
+    """What happened to one default: created, reconciled, unchanged, or protected (autoupdate: false)."""
     name = wanted["metadata"]["name"]
     existing = store.get(resource, "", name)
     if existing is None:
         obj = copy.deepcopy(wanted)
         objects.prepare_for_create(obj, resource)
         store.create(resource, obj)
-        log.info("created default", obj=f"{resource.plural}/{name}")
-    elif (existing["metadata"].get("annotations") or {}).get(AUTOUPDATE) != "false":
-        store.update(resource, "", name, lambda current: merge(current, wanted))
+        return "created"
+    if (existing["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
+        log.info("default left as it is (autoupdate: false)", obj=f"{resource.plural}/{name}")
+        return "protected"
+    stored = store.update(resource, "", name, lambda current: merge(current, wanted))
+    changed = stored["metadata"]["resourceVersion"] != existing["metadata"]["resourceVersion"]
+    if changed:
+        log.info("default reconciled", obj=f"{resource.plural}/{name}")
+    return "reconciled" if changed else "unchanged"
 # [END reconcile]
 
 
