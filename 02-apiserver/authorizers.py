@@ -68,6 +68,9 @@ class Chain:
         attributes = info if isinstance(info, abac.Attributes) else abac.attributes_from(info)
         decision, reason = self.decide(user, attributes)
         if decision != "allow":
+            # Kubernetes' text, "<what> is forbidden: User ... cannot ...[: reason]", and no
+            # reason at all when none was given (RBAC's usual no opinion): Forbidden and
+            # forbiddenMessage in k8s.io/apiserver pkg/endpoints/handlers/responsewriters/errors.go, v1.32.
             raise abac.forbidden(user, attributes, reason)
 # [END authorizer-chain]
 
