@@ -104,7 +104,7 @@ def create_app(config: dict | None = None) -> Flask:
         ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
     server.authorizer = authorizers.build(modes, store, app.config.get("AUTHORIZATION_POLICY_FILE"))
     if "RBAC" in modes:
-        rbac_bootstrap.ensure(store)      # the default roles and bindings, reconciled
+        rbac_bootstrap.ensure(store, node_authorizer="Node" in modes)   # the defaults, reconciled
         rbac_aggregation.keep_aggregated(store)
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)

@@ -21,14 +21,17 @@ The modes (kube-apiserver's names):
     AlwaysAllow   everyone signed in may do anything
     ABAC          the policy file of --authorization-policy-file (abac.py)
     RBAC          Roles and ClusterRoles, granted by bindings (rbac.py)
+    Node          kubelets: only what their own pods need (node_authorizer.py)
 """
 from __future__ import annotations
 
 import abac
 import rbac
+import rbac_bootstrap
+from authentication import PRIVILEGED_GROUP
+from node_authorizer import NodeAuthorizer
 
-MODES = ("AlwaysAllow", "ABAC", "RBAC")
-PRIVILEGED_GROUP = "system:masters"
+MODES = ("AlwaysAllow", "ABAC", "RBAC", "Node")
 
 
 class AlwaysAllow:
@@ -100,5 +103,6 @@ def build(modes: list[str], store, policy_file=None) -> Chain:
     """The chain for --authorization-mode, in its order."""
     links = {"AlwaysAllow": lambda: AlwaysAllow(),
              "ABAC": lambda: abac.ABACAuthorizer(policy_file),
-             "RBAC": lambda: rbac.RBACAuthorizer(store)}
+             "RBAC": lambda: rbac.RBACAuthorizer(store),
+             "Node": lambda: NodeAuthorizer(store, rbac_bootstrap.node_rules())}
     return Chain([links[mode]() for mode in modes])

@@ -23,7 +23,8 @@ system:nodes) system:node, `viewer` view. Our controller manager runs every
 controller as one user, where Kubernetes runs each as its own service
 account, so it gets a role of its own, groundup:controller-manager.
 (Kubernetes binds system:node to no one and leaves kubelets to the Node
-authorizer; ours binds it so that RBAC alone runs the lessons' cluster.)
+authorizer; ours binds it so that RBAC alone runs the lessons' cluster,
+and removes that binding when the Node authorizer runs.)
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from rbac_escalation import missing_rules
 log = get_logger("apiserver")
 
 AUTOUPDATE = "rbac.authorization.kubernetes.io/autoupdate"
+NODES_BINDING = "groundup:nodes"
 READ = ("get", "list", "watch")
 WRITE = ("create", "delete", "deletecollection", "patch", "update")
 
@@ -113,6 +115,12 @@ def cluster_roles() -> list[dict]:
 # [END default-roles]
 
 
+def node_rules() -> list[PolicyRule]:
+    """What every kubelet may do; the Node authorizer narrows Secrets, ConfigMaps and Leases."""
+    role = next(r for r in component_roles() if r["metadata"]["name"] == "system:node")
+    return [PolicyRule.from_dict(r) for r in role["rules"]]
+
+
 def component_roles() -> list[dict]:
     return [
         cluster_role("system:node", [
@@ -163,17 +171,21 @@ def cluster_role_bindings() -> list[dict]:
         # The users of certs.py (see the docstring).
         binding("groundup:scheduler", "system:kube-scheduler", ("User", "scheduler")),
         binding("groundup:controller-manager", "groundup:controller-manager", ("User", "controller-manager")),
-        binding("groundup:nodes", "system:node", ("Group", "system:nodes")),
+        binding(NODES_BINDING, "system:node", ("Group", "system:nodes")),
         binding("groundup:viewer", "view", ("User", "viewer")),
     ]
 
 
 # [START reconcile]
-def ensure(store) -> None:
-    """Create what is missing, give back what was taken, keep what was added."""
+def ensure(store, node_authorizer: bool = False) -> None:
+    """Create what is missing, give back what was taken, keep what was added.
+    With the Node authorizer, kubelets need no binding (see the docstring)."""
+    bindings = cluster_role_bindings()
+    if node_authorizer:
+        bindings = [b for b in bindings if b["metadata"]["name"] != NODES_BINDING]
+        _remove_our_nodes_binding(store)
     outcomes = [reconcile(store, CLUSTER_ROLES, wanted, _reconciled_role) for wanted in cluster_roles()]
-    outcomes += [reconcile(store, CLUSTER_ROLE_BINDINGS, wanted, _reconciled_binding)
-                 for wanted in cluster_role_bindings()]
+    outcomes += [reconcile(store, CLUSTER_ROLE_BINDINGS, wanted, _reconciled_binding) for wanted in bindings]
     aggregate(store)
     log.info("default RBAC policy", **{outcome: outcomes.count(outcome) for outcome in
                                        ("created", "reconciled", "unchanged", "protected")})
@@ -197,6 +209,15 @@ def reconcile(store, resource, wanted: dict, merge) -> str:
         log.info("default reconciled", obj=f"{resource.plural}/{name}")
     return "reconciled" if changed else "unchanged"
 # [END reconcile]
+
+
+def _remove_our_nodes_binding(store) -> None:
+    """groundup:nodes gives every kubelet every Secret, which the Node authorizer
+    exists to prevent: gone when it runs, unless someone made it their own."""
+    found = store.get(CLUSTER_ROLE_BINDINGS, "", NODES_BINDING)
+    if found is not None and (found["metadata"].get("annotations") or {}).get(AUTOUPDATE) != "false":
+        store.delete(CLUSTER_ROLE_BINDINGS, "", NODES_BINDING)
+        log.info("default removed: the Node authorizer stands for it", obj=f"clusterrolebindings/{NODES_BINDING}")
 
 
 def _with_metadata(current: dict, wanted: dict) -> dict:

@@ -28,7 +28,7 @@ import json
 import abac
 import api_errors
 import rbac
-from authorizers import PRIVILEGED_GROUP
+from authentication import PRIVILEGED_GROUP
 from rbac import PolicyRule
 
 
