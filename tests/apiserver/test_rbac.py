@@ -467,3 +467,36 @@ def test_kubectl_auth_reconcile(kubectl_as, admin, ns, tmp_path):
     again = kubectl_as("admin", "auth", "reconcile", "-f", str(manifest))
     assert again.returncode == 0, again.stderr
     assert len(admin.get(f"{RBAC_API}/namespaces/{ns}/roles/deployer").json()["rules"]) == 2
+
+
+# ----- the official Python client -----
+
+def test_the_python_client_manages_roles_and_meets_the_same_refusals(server, certs, admin, ns):
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+
+    def rbac_api(token):
+        config = k8s.Configuration()
+        config.host = server.secure_url
+        config.ssl_ca_cert = str(certs / "ca.crt")
+        config.api_key = {"authorization": f"Bearer {token}"}
+        return k8s.RbacAuthorizationV1Api(k8s.ApiClient(config))
+    admin_token = next(line.split(",")[0] for line in (certs / "tokens.csv").read_text().splitlines()
+                       if line.split(",")[1] == "admin")
+    as_admin = rbac_api(admin_token)
+    as_admin.create_namespaced_role(ns, k8s.V1Role(
+        metadata=k8s.V1ObjectMeta(name="reader"),
+        rules=[k8s.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get", "list"])]))
+    as_admin.create_namespaced_role_binding(ns, k8s.V1RoleBinding(
+        metadata=k8s.V1ObjectMeta(name="bob-reads"),
+        role_ref=k8s.V1RoleRef(api_group=GROUP, kind="Role", name="reader"),
+        subjects=[k8s.RbacV1Subject(kind="User", name="bob", api_group=GROUP)]))
+    assert [b.metadata.name for b in as_admin.list_namespaced_role_binding(ns).items] == ["bob-reads"]
+    names = {r.metadata.name for r in as_admin.list_cluster_role().items}
+    assert {"cluster-admin", "admin", "edit", "view", "system:node"} <= names
+    with pytest.raises(ApiException) as refused:
+        rbac_api(TOKENS["bob"]).create_namespaced_role(ns, k8s.V1Role(
+            metadata=k8s.V1ObjectMeta(name="mine"),
+            rules=[k8s.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get"])]))
+    assert refused.value.status == 403
+    assert 'cannot create resource "roles"' in json.loads(refused.value.body)["message"]
