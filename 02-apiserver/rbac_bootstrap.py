@@ -16,12 +16,18 @@ is. So an administrator may extend `view`, and may take a default right
 away for good only by setting that annotation.
 
 The users of our own certificates (certs.py) are not Kubernetes' names, so
-three bindings of ours, `groundup:*`, give them the rights the lessons'
+four bindings of ours, `groundup:*`, give them the rights the lessons'
 ABAC policy (policy.jsonl) gives them, through the default roles where one
 fits: `scheduler` gets system:kube-scheduler, every node (group
 system:nodes) system:node, `viewer` view. Our controller manager runs every
 controller as one user, where Kubernetes runs each as its own service
-account, so it gets a role of its own, groundup:controller-manager.
+account, so it gets a role of its own, groundup:controller-manager. Why
+bindings rather than renaming the users to Kubernetes' (system:kube-scheduler):
+the lessons' tokens, kubeconfigs and ABAC policy keep working unchanged,
+and a learner can see in `kubectl get clusterrolebindings` which of the
+defaults are Kubernetes' and which are this cluster's. `viewer` loses two
+things ABAC gave it: Secrets and cluster-scoped kinds such as nodes, which
+Kubernetes' `view` leaves out on purpose.
 (Kubernetes binds system:node to no one and leaves kubelets to the Node
 authorizer; ours binds it so that RBAC alone runs the lessons' cluster,
 and removes that binding when the Node authorizer runs.)

@@ -19,7 +19,9 @@ Kubernetes' 403 (pkg/registry/rbac/validation/rule.go, ConfirmNoEscalation):
 
 "Held" means held through RBAC, in the namespace of the role or binding
 (everything, for a cluster-scoped one), as in Kubernetes: a right ABAC gives
-does not count, since no RBAC rule says it.
+does not count, since no RBAC rule says it. Kubernetes checks before
+validating the object; we check after, so a malformed Role gets its 422
+with the field, not a 403 about rules that could never be stored.
 """
 from __future__ import annotations
 
