@@ -500,3 +500,27 @@ def test_the_python_client_manages_roles_and_meets_the_same_refusals(server, cer
             rules=[k8s.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["get"])]))
     assert refused.value.status == 403
     assert 'cannot create resource "roles"' in json.loads(refused.value.body)["message"]
+
+
+def test_the_scheduler_and_controller_manager_can_do_their_jobs(server, certs, admin, ns):
+    """groundup:scheduler (system:kube-scheduler) and groundup:controller-manager, as the lessons run them."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unbound"},
+           "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}}
+    assert admin.post(f"/api/v1/namespaces/{ns}/pods", pod).status_code == 201
+    scheduler = client(server, certs, "scheduler")
+    assert scheduler.get("/api/v1/nodes").status_code == 200
+    assert scheduler.get("/api/v1/services").status_code == 200
+    bound = scheduler.post(f"/api/v1/namespaces/{ns}/pods/unbound/binding",
+                           {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "unbound"},
+                            "target": {"apiVersion": "v1", "kind": "Node", "name": "node1"}})
+    assert bound.status_code == 201, bound.text
+    assert scheduler.get(f"/api/v1/namespaces/{ns}/secrets").status_code == 403
+    manager = client(server, certs, "controller-manager")
+    create(admin, role("leftover", grant(["get"], ["pods"])), ns)
+    # Emptying a namespace: every kind, Roles included.
+    assert manager.delete(f"{RBAC_API}/namespaces/{ns}/roles/leftover").status_code == 200
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs"},
+          "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+              "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "busybox:1.35"}]}}}}
+    assert manager.post(f"/apis/apps/v1/namespaces/{ns}/replicasets", rs).status_code == 201
+    assert manager.post(f"/api/v1/namespaces/{ns}/secrets", {"metadata": {"name": "s"}}).status_code == 403
