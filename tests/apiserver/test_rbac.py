@@ -278,6 +278,12 @@ def test_impersonation_needs_the_impersonate_verb(admin, alice, ns):
     refused = alice.get(f"/api/v1/namespaces/{ns}/pods", headers={**as_bob, "Impersonate-Group": "system:masters"})
     assert refused.status_code == 403 and 'cannot impersonate resource "groups"' in refused.json()["message"]
     assert alice.get("/api/v1/pods", headers={"Impersonate-Group": "x"}).status_code == 400
+    refused = alice.get(f"/api/v1/namespaces/{ns}/pods", headers={**as_bob, "Impersonate-Uid": "42"})
+    assert refused.status_code == 403
+    assert 'cannot impersonate resource "uids" in API group "authentication.k8s.io"' in refused.json()["message"]
+    me = admin.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", {},
+                    headers={**as_bob, "Impersonate-Uid": "42", "Impersonate-Group": "devs"}).json()
+    assert me["status"]["userInfo"] == {"username": "bob", "uid": "42", "groups": ["devs", "system:authenticated"]}
 
 
 @pytest.mark.parametrize("obj, namespaced, message", [
@@ -524,3 +530,12 @@ def test_the_scheduler_and_controller_manager_can_do_their_jobs(server, certs, a
               "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "busybox:1.35"}]}}}}
     assert manager.post(f"/apis/apps/v1/namespaces/{ns}/replicasets", rs).status_code == 201
     assert manager.post(f"/api/v1/namespaces/{ns}/secrets", {"metadata": {"name": "s"}}).status_code == 403
+
+
+def test_kubectl_as_several_groups_and_a_uid(kubectl_as):
+    """Repeated Impersonate-Group headers reach the server joined; each is a group."""
+    shown = kubectl_as("admin", "auth", "whoami", "--as", "bob", "--as-group", "a", "--as-group", "b",
+                       "--as-uid", "7", "-o", "json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["status"]["userInfo"] == {
+        "username": "bob", "uid": "7", "groups": ["a", "b", "system:authenticated"]}
