@@ -246,6 +246,13 @@ class ABACAuthorizer:
         self.authorize(user, info if isinstance(info, Attributes) else attributes_from(info))
 # [END abac-authorize]
 
+    def decide(self, user, attributes: Attributes) -> tuple[str, str]:
+        """As one link of a chain (authorizers.py): allow, or no opinion, so
+        that the next authorizer may still allow what no line names."""
+        if any(matches(policy, user, attributes) for policy in self.policies):
+            return "allow", ""
+        return "no opinion", NO_MATCH
+
     def rules_for(self, user, namespace: str) -> tuple[list[ResourceRule], list[NonResourceRule]]:
         """What `user` may do in `namespace`, as rules (`kubectl auth can-i --list`).
 
@@ -275,6 +282,7 @@ class ResourceRule:
     verbs: tuple[str, ...]
     api_groups: tuple[str, ...]
     resources: tuple[str, ...]
+    resource_names: tuple[str, ...] = ()    # RBAC's: only these objects; ABAC has none
 
 
 @dataclass(frozen=True)

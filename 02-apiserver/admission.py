@@ -32,6 +32,10 @@ validation, then its validating plugins; see the chapter's part 3).
   namespace controller finds namespaces already empty, and Orphan and
   Foreground deletes act as Background.)
 
+- NodeRestriction: a kubelet (system:node:NAME) may change only its own
+  Node and Lease, the status of pods bound to it, and create only mirror
+  pods (node_restriction.py; with --authorization-mode Node).
+
 Order matters in our chain: LimitRanger must see the object
 NamespaceLifecycle let in, and a plugin that changes the object
 (LimitRanger) runs before one that only checks it. The default order keeps
@@ -46,6 +50,7 @@ collector's finalizer that a propagationPolicy asks for.
 from __future__ import annotations
 
 import api_errors
+import node_restriction
 import registry
 from common.quantity import parse_quantity
 
@@ -157,11 +162,14 @@ PLUGINS = {
     "LimitRanger": limit_ranger,
     "DenyPrivileged": deny_privileged,
     "NoControllerManager": no_controller_manager,
+    "NodeRestriction": node_restriction.admit,      # node_restriction.py; off unless enabled
 }
 DEFAULT_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "DenyPrivileged", "NoControllerManager")
 
 
 def admit_delete(server, obj: dict, resource) -> None:
+    if "NodeRestriction" in server.admission_plugins:
+        node_restriction.admit_delete(server, obj, resource)
     if resource is NAMESPACES and obj["metadata"]["name"] in SYSTEM_NAMESPACES:
         raise api_errors.APIError(403, "Forbidden", f'namespaces "{obj["metadata"]["name"]}" is forbidden: '
                                   "this namespace may not be deleted")

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`, when run as a script
 
 import admission  # noqa: E402
+import authorizers  # noqa: E402
 from abac import PolicyFileError  # noqa: E402
 from app import DEFAULTS, create_app  # noqa: E402
 from file_store import StoreError  # noqa: E402
@@ -84,8 +85,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     secure.add_argument("--tls-cert-file", help="the server's certificate (PEM); without it, no secure port")
     secure.add_argument("--tls-private-key-file", help="the certificate's private key (PEM)")
     secure.add_argument("--token-auth-file", help="CSV of token,user,uid,\"group1,group2\": who may connect")
-    secure.add_argument("--authorization-mode", choices=("ABAC", "AlwaysAllow"), default="ABAC",
-                        help="ABAC: --authorization-policy-file decides (default); AlwaysAllow: any known user may do anything")
+    secure.add_argument("--authorization-mode", default="ABAC",
+                        help="authorizers asked in turn, comma separated, e.g. RBAC,ABAC: ABAC "
+                             "(--authorization-policy-file, the default), RBAC (Roles and bindings), "
+                             "AlwaysAllow (any known user may do anything)")
     secure.add_argument("--authorization-policy-file", help="ABAC policy, one JSON object per line")
     services = parser.add_argument_group("Services (chapter 05)")
     services.add_argument("--service-cluster-ip-range", default=DEFAULTS["SERVICE_CLUSTER_IP_RANGE"],
@@ -151,8 +154,8 @@ def main(argv=None) -> int:
                           "MAX_WATCHES": args.max_watches, "MAX_BODY_BYTES": args.max_request_bytes,
                           "BOOKMARK_SECONDS": args.watch_bookmark_seconds,
                           "TOKEN_AUTH_FILE": args.token_auth_file,
-                          "AUTHORIZATION_POLICY_FILE": args.authorization_policy_file
-                          if args.authorization_mode == "ABAC" else None,
+                          "AUTHORIZATION_MODES": authorization_modes(args),
+                          "AUTHORIZATION_POLICY_FILE": args.authorization_policy_file,
                           "ADMISSION_PLUGINS": [p for p in args.enable_admission_plugins.split(",") if p],
                           "ALLOW_PRIVILEGED": args.allow_privileged,
                           "KUBELET_CLIENT_TOKEN": kubelet_token,
@@ -225,13 +228,25 @@ def advertise_address(args) -> str:
     return this_machines_address()
 
 
+def authorization_modes(args) -> list[str] | None:
+    """--authorization-mode as a list; None (no authorizer) for the default
+    ABAC without a policy file, which only a server without a secure port,
+    which authorizes nothing, may have (_check_secure_flags)."""
+    modes = authorizers.parse_modes(args.authorization_mode)
+    return None if "ABAC" in modes and not args.authorization_policy_file else modes
+
+
 def _check_secure_flags(args) -> str | None:
     """The secure port's flags make sense together, or say what is missing."""
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         return "--tls-cert-file and --tls-private-key-file go together"
     if args.tls_cert_file and not args.token_auth_file:
         return "the secure port needs --token-auth-file: without it no one could use it (make certs writes one)"
-    if args.tls_cert_file and args.authorization_mode == "ABAC" and not args.authorization_policy_file:
+    try:
+        modes = authorizers.parse_modes(args.authorization_mode)
+    except ValueError as error:
+        return f"--authorization-mode: {error}"
+    if args.tls_cert_file and "ABAC" in modes and not args.authorization_policy_file:
         return ("--authorization-mode ABAC needs --authorization-policy-file "
                 "(02-apiserver/policy.jsonl is an example); or --authorization-mode AlwaysAllow")
     unknown = [p for p in args.enable_admission_plugins.split(",") if p and p not in admission.PLUGINS]

@@ -5,7 +5,8 @@ a fresh one over a temporary data directory, and the command line
 (apiserver.py) is only flag parsing around it.
 
 It wires every part, so it names modules outside the core: the gauntlet
-(abac, tokens, authentication, access_review, admission: part 3),
+(abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens,
+authentication, access_review, admission: part 3),
 custom_resources, service_ips and kubernetes_service (chapters 04 and 05
 use them), metrics,
 and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a
@@ -19,11 +20,11 @@ from dataclasses import dataclass, field
 from flask import Flask
 from werkzeug.exceptions import HTTPException
 
-import abac
 import access_review
 import admission
 import api_errors
 import authentication
+import authorizers
 import custom_resources
 from kubectl_compat import discovery
 import gauntlet
@@ -32,6 +33,8 @@ import objects
 from kubectl_compat import openapi
 from kubectl_compat import openapi_v2
 import deletion
+import rbac_aggregation
+import rbac_bootstrap
 import rest
 from request_context import respond
 import tokens
@@ -96,8 +99,13 @@ def create_app(config: dict | None = None) -> Flask:
         services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
-    if app.config.get("AUTHORIZATION_POLICY_FILE"):
-        server.authorizer = abac.ABACAuthorizer(app.config["AUTHORIZATION_POLICY_FILE"])
+    # --authorization-mode; without one, ABAC if there is a policy file, as before RBAC came.
+    modes = app.config.get("AUTHORIZATION_MODES") or (
+        ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
+    server.authorizer = authorizers.build(modes, store, app.config.get("AUTHORIZATION_POLICY_FILE"))
+    if "RBAC" in modes:
+        rbac_bootstrap.ensure(store, node_authorizer="Node" in modes)   # the defaults, reconciled
+        rbac_aggregation.keep_aggregated(store)
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)

@@ -20,7 +20,9 @@ class User:
     uid: str = ""            # the token file's third column; audit logs name it
 
 
-INSECURE_USER = User("system:admin", ("system:masters",))
+# Kubernetes' all-powerful group: let past authorization and escalation checks unasked.
+PRIVILEGED_GROUP = "system:masters"
+INSECURE_USER = User("system:admin", (PRIVILEGED_GROUP,))
 # Who a request without credentials is, when anonymous requests are allowed:
 # Kubernetes' names, so a policy can grant (or refuse) the group.
 ANONYMOUS_USER = User("system:anonymous", ("system:unauthenticated",))

@@ -51,7 +51,8 @@ from watch_cache import Event, WatchCache
 log = get_logger("apiserver")
 
 # Names become path components, so they are checked here too, whatever the
-# REST layer validated: no "/", no "..", no NUL can reach the file system.
+# REST layer validated: no "/", no "..", no NUL can reach the file system
+# (a namespace must be an RFC 1123 name; a name need not, and is escaped, _file_name).
 _SAFE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _RV_BLOCK = 1000
 
@@ -61,12 +62,33 @@ def _check_path_part(what: str, value: str) -> None:
         raise api_errors.bad_request(f"invalid {what} {value!r}: must be a lowercase RFC 1123 name")
 
 
+def _check_name(name: str) -> None:
+    """Any name a kind's validation may allow: at most 253 characters, none
+    of them "/", "%" or a control character, and not "." or ".." (RBAC's
+    rule for path segments; most kinds are stricter, in validation)."""
+    if (not isinstance(name, str) or not name or len(name) > 253 or name in (".", "..")
+            or any(c in "/%" or ord(c) < 32 or ord(c) == 127 for c in name)):
+        raise api_errors.bad_request(f"invalid name {name!r}: may not be empty, '.' or '..', longer than "
+                                     "253 characters, or hold '/', '%' or a control character")
+
+
 def _file_name(name: str) -> str:
     """`web.json`; a name too long for the file system (over 250 bytes, file
     names stop at 255) keeps its start and gets a hash of the whole."""
+    if not _SAFE_NAME.match(name) or ".." in name:
+        name = _escaped(name)
     if len(name) <= 250:
         return name + ".json"
     return f"{name[:200]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}.json"
+
+
+def _escaped(name: str) -> str:
+    """Most names are RFC 1123 names and are their own file names. RBAC's
+    may hold more (system:node, Admin): there every byte outside a-z, 0-9
+    and "-" becomes %XX, and since no RFC 1123 name holds a "%", the two
+    kinds of file name never meet, and none is "..", or holds a "/"."""
+    safe = b"abcdefghijklmnopqrstuvwxyz0123456789-"
+    return "".join(chr(b) if b in safe else f"%{b:02X}" for b in name.encode("utf-8"))
 
 
 def _without_version(obj: dict) -> dict:
@@ -266,7 +288,7 @@ class FileStore:
     # ----- writes -----
 
     def _path(self, resource, namespace: str, name: str) -> Path:
-        _check_path_part("name", name)
+        _check_name(name)
         parts = [resource.group or "core", resource.plural]
         if resource.namespaced:
             _check_path_part("namespace", namespace)

@@ -1,7 +1,8 @@
 """The gauntlet every request on the secure port runs before it may touch an object.
 
     authentication  who is asking?           a bearer token -> a user   (401 if none)
-    authorization   may they do this?        the ABAC policy file       (403 if not)
+    authorization   may they do this?        --authorization-mode       (403 if not)
+                                             (ABAC, RBAC: authorizers.py)
     admission       is the object allowed?   admission.py's plugins     (after decoding)
     validation      is it well formed?       common/validate.py         (422)
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from flask import g, request
 
 import abac
+import impersonation
 import request_info
 from authentication import INSECURE_USER, User
 from common.log import get_logger
@@ -52,6 +54,8 @@ def authenticate(req) -> User:
     if not req.environ.get(SECURE_PORT):
         return INSECURE_USER
     user = server().authenticator(req)      # raises 401 Unauthorized
+    # --as / --as-group: the caller may act as another user if allowed to (403 if not).
+    user = impersonation.act_as(user, req.headers, server().authorizer)
     g.user = user
     return user
 

@@ -87,6 +87,13 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces
 )
 # [END resource-table]
+# Who may do what, as API objects (rbac.py reads them to authorize).
+RESOURCES += (
+    Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+)
 # Not stored: questions for the authorizer, see access_review.py.
 RESOURCES += (
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,

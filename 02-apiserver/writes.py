@@ -25,6 +25,8 @@ import api_errors
 import custom_resources
 import decode
 import objects
+import rbac_escalation
+from authentication import INSECURE_USER
 from deletion import finish_deletion_if_done
 from kubectl_compat import patches
 from privileged import privileged_errors
@@ -45,6 +47,8 @@ def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresour
             errors = list(errors or []) + privileged_errors(info.resource.kind, obj)
     if errors:
         raise api_errors.invalid(info.resource, info.resource.kind, obj["metadata"].get("name", ""), errors)
+    # A Role or binding may not grant more than its writer holds (403).
+    rbac_escalation.check(server(), g.get("user") or INSECURE_USER, obj, old, info)
 
 
 # Kubernetes' limit (FieldManagerMaxLength): a manager's name is stored in

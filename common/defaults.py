@@ -383,6 +383,17 @@ def _default_cron_job(cron_job: dict) -> None:
         _default_template(job_spec, default_restart_policy=False)
 
 
+def _default_binding(binding: dict) -> None:
+    """The role's and the users' and groups' API group, which every binding
+    would otherwise repeat (a service account is in the core group, "")."""
+    ref = binding.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        ref["apiGroup"] = "rbac.authorization.k8s.io"
+    for subject in binding.get("subjects") or ():
+        if isinstance(subject, dict) and not subject.get("apiGroup") and subject.get("kind") in ("User", "Group"):
+            subject["apiGroup"] = "rbac.authorization.k8s.io"
+
+
 _DEFAULTERS = {
     ("", "Pod"): _default_pod,
     ("", "Namespace"): _default_namespace,
@@ -396,6 +407,8 @@ _DEFAULTERS = {
     ("apps", "DaemonSet"): _default_daemon_set,
     ("batch", "Job"): _default_job,
     ("batch", "CronJob"): _default_cron_job,
+    ("rbac.authorization.k8s.io", "RoleBinding"): _default_binding,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _default_binding,
 }
 
 

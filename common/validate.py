@@ -24,6 +24,7 @@ from common import validation_apps as apps
 from common import validation_coordination as coordination
 from common import validation_core as core
 from common import validation_discovery as discovery
+from common import validation_rbac as rbac
 from common.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 from common.validation import (_type_error, validate_object_meta, validate_pod_spec,
@@ -93,6 +94,21 @@ KINDS: dict[tuple[str, str], KindRules] = {
                                                      discovery.validate_endpoint_slice_update),
 }
 # [END kind-rules]
+# Who may do what (RBAC); their names may hold ":", as in system:node.
+KINDS.update({
+    ("rbac.authorization.k8s.io", "Role"): KindRules("rbac.authorization.k8s.io/v1", True, rbac.validate_role,
+                                                     name_check=rbac.is_path_segment_name),
+    ("rbac.authorization.k8s.io", "ClusterRole"): KindRules("rbac.authorization.k8s.io/v1", False,
+                                                            rbac.validate_cluster_role,
+                                                            name_check=rbac.is_path_segment_name),
+    ("rbac.authorization.k8s.io", "RoleBinding"): KindRules("rbac.authorization.k8s.io/v1", True,
+                                                            rbac.validate_role_binding, rbac.validate_binding_update,
+                                                            name_check=rbac.is_path_segment_name),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): KindRules("rbac.authorization.k8s.io/v1", False,
+                                                                   rbac.validate_cluster_role_binding,
+                                                                   rbac.validate_binding_update,
+                                                                   name_check=rbac.is_path_segment_name),
+})
 
 
 # [START validate-object]

@@ -538,6 +538,40 @@ PRINTERS: dict[tuple[str, str], Printer] = {
 # kubectl shows for a custom resource without printer columns.
 DEFAULT = Printer((NAME, AGE), default_cells)
 
+# RBAC, with Kubernetes' columns (pkg/printers/internalversion/printers.go):
+# a role prints its creation time; a binding its role, and with -o wide who
+# holds it.
+CREATED_AT = Column("Created At", "When the object was created (metadata.creationTimestamp).", "date")
+
+
+def role_cells(role: dict, now: datetime) -> list:
+    return [name_of(role), dig(role, "metadata", "creationTimestamp")]
+
+
+def binding_cells(binding: dict, now: datetime) -> list:
+    ref = as_dict(binding.get("roleRef"))
+    subjects = dicts(binding.get("subjects"))
+
+    def names(kind: str) -> str:
+        return ", ".join(as_str(s.get("name")) for s in subjects if s.get("kind") == kind)
+    # A service account is shown as namespace/name.
+    accounts = ", ".join(f"{as_str(s.get('namespace'))}/{as_str(s.get('name'))}"
+                         for s in subjects if s.get("kind") == "ServiceAccount")
+    return [name_of(binding), f"{as_str(ref.get('kind'))}/{as_str(ref.get('name'))}", age(binding, now),
+            names("User"), names("Group"), accounts]
+
+
+ROLE = Printer((NAME, CREATED_AT), role_cells)
+BINDING = Printer((
+    NAME, Column("Role", "The role this binding grants (roleRef)."), AGE,
+    Column("Users", "Users in the roleBinding", priority=1),
+    Column("Groups", "Groups in the roleBinding", priority=1),
+    Column("ServiceAccounts", "ServiceAccounts in the roleBinding", priority=1),
+), binding_cells)
+for _kind, _printer in (("Role", ROLE), ("ClusterRole", ROLE),
+                        ("RoleBinding", BINDING), ("ClusterRoleBinding", BINDING)):
+    PRINTERS[("rbac.authorization.k8s.io", _kind)] = _printer
+
 # As Kubernetes prints definitions: the creation time itself, not an age.
 PRINTERS[("apiextensions.k8s.io", "CustomResourceDefinition")] = Printer((
     NAME, Column("Created At", "When the definition was created (metadata.creationTimestamp).", "date"),

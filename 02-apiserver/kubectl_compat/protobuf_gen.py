@@ -37,8 +37,9 @@ import registry  # noqa: E402
 
 
 def api_package(group: str, version: str) -> str:
-    """The k8s.io/api folder of a group's Go types: "" -> core/v1, "coordination.k8s.io" -> coordination/v1."""
-    return f"{group.removesuffix('.k8s.io') or 'core'}/{version}"
+    """The k8s.io/api folder of a group's Go types: "" -> core/v1, "coordination.k8s.io" -> coordination/v1,
+    "rbac.authorization.k8s.io" -> rbac/v1 (the group's first word)."""
+    return f"{group.split('.')[0] or 'core'}/{version}"
 
 
 # Where each Go package we read lives: (repository, folder). The k8s.io/api
@@ -208,13 +209,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--apimachinery", required=True, help="a git clone of github.com/kubernetes/apimachinery")
     parser.add_argument("--ref", default="v0.33.0", help="the release tag to read in both")
     args = parser.parse_args(argv)
-    for resource in registry.RESOURCES:
+    # CustomResourceDefinition's Go type lives in k8s.io/apiextensions-apiserver,
+    # not k8s.io/api, and kubectl sends it as JSON: it has no row here.
+    resources = [r for r in registry.RESOURCES if r.group != "apiextensions.k8s.io"]
+    for resource in resources:
         package = api_package(resource.group, resource.version)
         PACKAGES.setdefault(package, ("api", package))
     sources = Sources({"api": args.api, "apimachinery": args.apimachinery}, args.ref)
     table = Table(sources)
     kinds = {}
-    for resource in registry.RESOURCES:
+    for resource in resources:
         key = f"{api_package(resource.group, resource.version)}.{resource.kind}"
         table.add_kind(key)
         kinds[f"{resource.api_version}/{resource.kind}"] = key

@@ -94,12 +94,22 @@ def test_an_update_that_changes_nothing_writes_nothing(store):
     assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
 
-@pytest.mark.parametrize("name", ["../escape", "a/b", "..", "x\0y", "Upper", "a" * 254, "", ".hidden"])
+@pytest.mark.parametrize("name", ["../escape", "a/b", "..", ".", "x\0y", "a" * 254, "", "50%"])
 def test_no_name_can_reach_outside_the_data_directory(store, tmp_path, name):
     with pytest.raises(api_errors.APIError) as caught:
         store.create(PODS, pod(name))
     assert caught.value.code == 400
     assert not any(p.name.startswith("escape") for p in tmp_path.rglob("*"))
+
+
+@pytest.mark.parametrize("name, file_name", [("system:node", "system%3Anode.json"), ("Upper", "%55pper.json"),
+                                             (".hidden", "%2Ehidden.json"), ("a.b", "a.b.json")])
+def test_a_name_that_is_no_file_name_is_escaped(tmp_path, name, file_name):
+    """RBAC's names (system:node) are not RFC 1123 names: kept under an
+    escaped file name, inside the kind's folder, and found again on restart."""
+    FileStore(tmp_path / "data").create(PODS, pod(name))
+    assert [p.name for p in (tmp_path / "data").rglob("*.json") if "pods" in p.parts] == [file_name]
+    assert FileStore(tmp_path / "data").get(PODS, "default", name)["metadata"]["name"] == name
 
 
 def test_restart_reloads_everything_and_versions_never_go_back(tmp_path):

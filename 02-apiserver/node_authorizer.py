@@ -1,0 +1,95 @@
+"""`--authorization-mode Node,RBAC`: a kubelet may read only what its pods need.
+
+A kubelet signs in as system:node:NAME in the group system:nodes. It needs
+some Secrets and ConfigMaps (its pods' volumes and environment), but RBAC
+can only say "all Secrets" or "the Secrets with these names", and which
+names a node needs changes with every pod scheduled to it. So Kubernetes
+asks the cluster instead: a node may get a Secret or ConfigMap only if a
+pod bound to it (spec.nodeName) refers to it. Everything else a kubelet
+does (watch pods, report node and pod status, write events) it may do as
+Kubernetes' system:node role says, and its Lease only if the Lease bears
+its name; which Node and which pods it may *change* is NodeRestriction's
+question (node_restriction.py), since that needs the object.
+
+Kubernetes keeps a graph of pods, nodes and what they refer to, updated by
+informers (plugin/pkg/auth/authorizer/node); ours reads the node's pods
+from the store on each question, which is simple and, for the few dozen
+pods of a node, fast enough. Like RBAC it never denies: without a reason
+to allow it has no opinion, and says why.
+"""
+from __future__ import annotations
+
+import registry
+import rbac
+from abac import Attributes
+from rbac import PolicyRule
+
+NODE_GROUP = "system:nodes"
+NODE_PREFIX = "system:node:"
+PODS = registry.for_kind("", "Pod")
+LEASE_NAMESPACE = "kube-node-lease"
+
+
+def node_name(user) -> str:
+    """NAME for system:node:NAME in system:nodes; "" for anyone else."""
+    if NODE_GROUP in user.groups and user.name.startswith(NODE_PREFIX):
+        return user.name[len(NODE_PREFIX):]
+    return ""
+
+
+def referenced(pod: dict, kind: str) -> set[str]:
+    """Names of the Secrets or ConfigMaps (kind "secret" / "configMap") a pod uses."""
+    spec = pod.get("spec") or {}
+    names = set()
+    for volume in spec.get("volumes") or ():
+        names.add((volume.get(kind) or {}).get("secretName" if kind == "secret" else "name"))
+        for source in (volume.get("projected") or {}).get("sources") or ():
+            names.add((source.get(kind) or {}).get("name"))
+    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        for env in container.get("env") or ():
+            names.add(((env.get("valueFrom") or {}).get(f"{kind}KeyRef") or {}).get("name"))
+        for source in container.get("envFrom") or ():
+            names.add((source.get(f"{kind}Ref") or {}).get("name"))
+    if kind == "secret":
+        names.update(ref.get("name") for ref in spec.get("imagePullSecrets") or ())
+    names.discard(None)
+    return names
+
+
+class NodeAuthorizer:
+    def __init__(self, store, node_rules: list[PolicyRule]):
+        self.store = store
+        self.node_rules = node_rules       # system:node's rules, for everything else
+
+    # [START node-authorize]
+    def decide(self, user, a: Attributes) -> tuple[str, str]:
+        node = node_name(user)
+        if not node:
+            return "no opinion", ""
+        if a.is_resource_request and a.api_group == "" and a.resource in ("secrets", "configmaps"):
+            return self._read_for_pods(node, a)
+        if a.is_resource_request and a.api_group == "coordination.k8s.io" and a.resource == "leases":
+            return self._own_lease(node, a)
+        if any(rbac.rule_allows(rule, a) for rule in self.node_rules):
+            return "allow", ""
+        return "no opinion", ""
+
+    def _read_for_pods(self, node: str, a: Attributes) -> tuple[str, str]:
+        if a.verb != "get" or not a.name or a.subresource:
+            return "no opinion", "can only get individual resources of this type"
+        kind = "secret" if a.resource == "secrets" else "configMap"
+        pods, _ = self.store.list(PODS, a.namespace)
+        if any(p.get("spec", {}).get("nodeName") == node and a.name in referenced(p, kind) for p in pods):
+            return "allow", ""
+        return "no opinion", f"no relationship found between node '{node}' and this object"
+
+    def _own_lease(self, node: str, a: Attributes) -> tuple[str, str]:
+        if a.verb not in ("get", "create", "update", "patch", "delete"):
+            return "no opinion", "can only get, create, update, patch, or delete a node lease"
+        if a.namespace != LEASE_NAMESPACE:
+            return "no opinion", f'can only access leases in the "{LEASE_NAMESPACE}" system namespace'
+        # A create names no object yet: NodeRestriction checks the name then.
+        if a.verb != "create" and a.name != node:
+            return "no opinion", "can only access node lease with the same name as the requesting node"
+        return "allow", ""
+    # [END node-authorize]

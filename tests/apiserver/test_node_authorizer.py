@@ -1,0 +1,152 @@
+"""--authorization-mode Node,RBAC with NodeRestriction: two kubelets' credentials,
+each trying its own objects and the other node's, over real HTTPS."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import node_authorizer
+from apiserver_harness import ROOT, Client, unique
+from test_gauntlet import SecureServer
+
+PLUGINS = "NamespaceLifecycle,LimitRanger,DenyPrivileged,NoControllerManager,NodeRestriction"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("certs")
+    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
+                    "--nodes", "node1,node2", "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, certs):
+    started = SecureServer(tmp_path_factory.mktemp("node") / "data", certs, "--authorization-mode", "Node,RBAC",
+                           "--enable-admission-plugins", PLUGINS).start()
+    yield started
+    started.stop()
+
+
+def client(server, certs, user: str) -> Client:
+    c = Client(server.secure_url)
+    c.session.verify = str(certs / "ca.crt")
+    token = next(line.split(",")[0] for line in (certs / "tokens.csv").read_text().splitlines()
+                 if line.split(",")[1] == user)
+    c.session.headers["Authorization"] = f"Bearer {token}"
+    return c
+
+
+@pytest.fixture(scope="module")
+def world(server, certs):
+    """Per node: a Node, a Lease, and a pod bound to it that uses a Secret and a ConfigMap of its own."""
+    admin = client(server, certs, "admin")
+    ns = unique("nodes")
+    assert admin.post("/api/v1/namespaces", {"metadata": {"name": ns}}).status_code == 201
+    for node in ("node1", "node2"):
+        assert admin.post("/api/v1/nodes", {"metadata": {"name": node}}).status_code == 201
+        assert admin.post(f"/api/v1/namespaces/{ns}/secrets", {"metadata": {"name": f"{node}-secret"},
+                                                               "stringData": {"k": "v"}}).status_code == 201
+        assert admin.post(f"/api/v1/namespaces/{ns}/configmaps", {"metadata": {"name": f"{node}-config"},
+                                                                  "data": {"k": "v"}}).status_code == 201
+        pod = {"metadata": {"name": f"on-{node}"}, "spec": {
+            "nodeName": node,
+            "containers": [{"name": "app", "image": "busybox:1.35",
+                            "envFrom": [{"configMapRef": {"name": f"{node}-config"}}]}],
+            "volumes": [{"name": "s", "secret": {"secretName": f"{node}-secret"}}]}}
+        assert admin.post(f"/api/v1/namespaces/{ns}/pods", pod).status_code == 201
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": node},
+                 "spec": {"holderIdentity": node, "leaseDurationSeconds": 40}}
+        assert admin.post("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", lease).status_code \
+            in (201, 409)
+    return ns
+
+
+def test_a_node_reads_only_its_own_pods_secrets_and_config_maps(server, certs, world):
+    node1 = client(server, certs, "system:node:node1")
+    assert node1.get(f"/api/v1/namespaces/{world}/secrets/node1-secret").status_code == 200
+    assert node1.get(f"/api/v1/namespaces/{world}/configmaps/node1-config").status_code == 200
+    refused = node1.get(f"/api/v1/namespaces/{world}/secrets/node2-secret")
+    assert refused.status_code == 403
+    assert refused.json()["message"] == (
+        f'secrets "node2-secret" is forbidden: User "system:node:node1" cannot get resource "secrets" in API '
+        f"group \"\" in the namespace \"{world}\": no relationship found between node 'node1' and this object")
+    assert node1.get(f"/api/v1/namespaces/{world}/configmaps/node2-config").status_code == 403
+    assert node1.get(f"/api/v1/namespaces/{world}/secrets").status_code == 403          # no listing them all
+    # What is not a Secret or ConfigMap follows system:node: every pod may be read, no namespace deleted.
+    assert node1.get(f"/api/v1/namespaces/{world}/pods/on-node2").status_code == 200
+    assert node1.delete(f"/api/v1/namespaces/{world}").status_code == 403
+
+
+def test_a_node_changes_only_its_own_node_and_lease(server, certs, world):
+    node1 = client(server, certs, "system:node:node1")
+    label = {"metadata": {"labels": {"checked": "yes"}}}
+    assert node1.patch("/api/v1/nodes/node1", label).status_code == 200
+    refused = node1.patch("/api/v1/nodes/node2", label)
+    assert refused.status_code == 403
+    assert refused.json()["message"] == 'nodes "node2" is forbidden: node "node1" is not allowed to modify node "node2"'
+    leases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+    assert node1.patch(f"{leases}/node1", {"spec": {"holderIdentity": "node1"}}).status_code == 200
+    refused = node1.get(f"{leases}/node2")                     # the authorizer's refusal; admission sees no reads
+    assert refused.status_code == 403
+    assert refused.json()["message"].endswith(": can only access node lease with the same name as the requesting node")
+    refused = node1.patch(f"{leases}/node2", {"spec": {"holderIdentity": "node1"}})
+    assert refused.status_code == 403
+    assert refused.json()["message"].endswith(": can only access node lease with the same name as the requesting node")
+    # A create names no lease to the authorizer; NodeRestriction checks the name.
+    stolen = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "node3"}, "spec": {}}
+    refused = node1.post(leases, stolen)
+    assert refused.status_code == 403 and "same name as the requesting node" in refused.json()["message"]
+
+
+def test_a_node_writes_only_its_own_pods_status(server, certs, world):
+    node1 = client(server, certs, "system:node:node1")
+    status = {"status": {"phase": "Running"}}
+    pods = f"/api/v1/namespaces/{world}/pods"
+    assert node1.patch(f"{pods}/on-node1/status", status).status_code == 200
+    refused = node1.patch(f"{pods}/on-node2/status", status)
+    assert refused.status_code == 403
+    assert refused.json()["message"] == ('pods "on-node2" is forbidden: node "node1" can only update pod status '
+                                         "for pods with spec.nodeName set to itself")
+    refused = node1.delete(f"{pods}/on-node2")
+    assert refused.status_code == 403 and "can only delete pods with spec.nodeName set to itself" in refused.text
+    plain = {"metadata": {"name": "sneaky"}, "spec": {"nodeName": "node1",
+                                                      "containers": [{"name": "a", "image": "busybox:1.35"}]}}
+    refused = node1.post(pods, plain)
+    assert refused.status_code == 403 and "can only create mirror pods" in refused.json()["message"]
+
+
+def test_other_users_are_left_to_rbac(server, certs, world):
+    viewer = client(server, certs, "viewer")
+    assert viewer.get(f"/api/v1/namespaces/{world}/pods").status_code == 200         # RBAC's view
+    assert viewer.get(f"/api/v1/namespaces/{world}/secrets/node1-secret").status_code == 403
+    # With the Node authorizer, the binding that gave every node system:node is not made.
+    admin = client(server, certs, "admin")
+    assert admin.get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/groundup:nodes").status_code == 404
+
+
+def test_the_binding_for_nodes_goes_when_the_node_authorizer_comes(tmp_path, certs):
+    """A cluster that ran RBAC alone had groundup:nodes (every node: system:node, every Secret)."""
+    for mode, code in (("RBAC", 200), ("Node,RBAC", 404)):
+        started = SecureServer(tmp_path / "data", certs, "--authorization-mode", mode).start()
+        try:
+            found = client(started, certs, "admin").get(
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/groundup:nodes")
+            assert found.status_code == code, mode
+        finally:
+            started.stop()
+
+
+@pytest.mark.parametrize("pod, kind, names", [
+    ({"spec": {"volumes": [{"secret": {"secretName": "a"}}, {"configMap": {"name": "b"}}]}}, "secret", {"a"}),
+    ({"spec": {"volumes": [{"projected": {"sources": [{"configMap": {"name": "c"}}]}}]}}, "configMap", {"c"}),
+    ({"spec": {"containers": [{"env": [{"valueFrom": {"secretKeyRef": {"name": "d", "key": "k"}}}]}]}},
+     "secret", {"d"}),
+    ({"spec": {"initContainers": [{"envFrom": [{"configMapRef": {"name": "e"}}]}]}}, "configMap", {"e"}),
+    ({"spec": {"imagePullSecrets": [{"name": "f"}]}}, "secret", {"f"}),
+    ({"spec": {"imagePullSecrets": [{"name": "f"}]}}, "configMap", set()),
+])
+def test_what_a_pod_refers_to(pod, kind, names):
+    assert node_authorizer.referenced(pod, kind) == names
