@@ -127,6 +127,9 @@ class DockerRuntime:
         self.pod_network = "bridge"
         self.pod_dns = lambda pod: None     # chapter 05's resolver settings (pod_dns.py); None: Docker's
         self.sandbox_started = lambda: None  # chapter 05: the pod network's hairpin mode (pod_network.py)
+        # Chapter 02: where a configMap, secret, downwardAPI or projected
+        # volume is on the node (api_volumes.py), or None if it is none of those.
+        self.api_volume_path = lambda pod, volume_name: None
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
         self._inspected: dict[tuple[str, str], ContainerInfo] = {}
@@ -211,6 +214,11 @@ class DockerRuntime:
             elif "hostPath" in volume:
                 path = _prepare_host_path(volume["hostPath"], volume["name"])
                 result.append(Mount(mount["mountPath"], path, type="bind", read_only=read_only))
+            elif self.api_volume_path(pod, volume["name"]):
+                # Read-only whatever the pod says, as Kubernetes mounts them:
+                # the kubelet owns these files.
+                path = self.api_volume_path(pod, volume["name"])
+                result.append(Mount(mount["mountPath"], path, type="bind", read_only=True))
             else:
                 kind = next((k for k in volume if k != "name"), "?")
                 raise cfg.ConfigError(f'volume "{volume["name"]}": type {kind} is not supported by this kubelet')
