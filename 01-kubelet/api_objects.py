@@ -132,7 +132,6 @@ class EnvResolver:
         self.cache = cache
         self.warn = warn
 
-    # [START env-from-api]
     def key_ref(self, pod: dict, kind: str, ref: dict) -> str | None:
         """configMapKeyRef / secretKeyRef: the key's value; None when the
         variable is to be left out (optional, and the object or key missing)."""
@@ -152,6 +151,7 @@ class EnvResolver:
                                  f"{namespace}/{name}")
         return data[key].decode(errors="replace")
 
+    # [START env-from-api]
     def env_from(self, pod: dict, container: dict) -> dict[str, str]:
         """envFrom: every key of each ConfigMap or Secret, with its prefix.
         A key that cannot name a variable is skipped and told as an event
