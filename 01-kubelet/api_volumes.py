@@ -297,6 +297,7 @@ class ApiVolumes:
                 self.log.warning("volume not set up", obj=cfg.pod_key(pod), error=str(error))
             return False
         self._told.forget_if(lambda k: k[0] == key[0])
+        self._told_at = {k: t for k, t in self._told_at.items() if k[0] != key[0]}
         return True
 
     # [START volume-set-up]

@@ -140,6 +140,24 @@ def test_a_configmap_volume_holds_its_keys_with_their_paths_and_modes_read_only(
     cluster.delete_pod(name)
 
 
+def test_a_sub_path_mounts_one_file_of_a_configmap_and_is_refused_for_an_empty_dir(cluster):
+    name = unique("subpath")
+    cluster.config_map(name, {"app.conf": "port=80\n", "other": "x"})
+    mount = {"volumeMounts": [{"name": "c", "mountPath": "/etc/app.conf", "subPath": "app.conf"}]}
+    cluster.run(name, [sleeper(**mount)], [{"name": "c", "configMap": {"name": name}}])
+    cluster.wait_running(name)
+    assert cluster.sh(name, "cat /etc/app.conf; ls /etc | grep -c other") == "port=80\n0\n"
+    empty = f"{name}-empty"
+    cluster.run(empty, [sleeper(volumeMounts=[{"name": "e", "mountPath": "/e", "subPath": "part"}])],
+                [{"name": "e", "emptyDir": {}}])
+    waiting = wait_for(lambda: (w := cluster.waiting(empty)) and w["reason"] == "CreateContainerConfigError" and w,
+                       30, what="CreateContainerConfigError")
+    assert waiting["message"] == ('volumeMounts "e": subPath is supported by this kubelet only for configMap, '
+                                  "secret, downwardAPI and projected volumes")
+    cluster.delete_pod(name)
+    cluster.delete_pod(empty)
+
+
 def test_a_secret_volume_is_on_tmpfs_never_on_disk_and_goes_with_its_pod(cluster):
     name, value = unique("secret"), f"s3cr3t-{unique('value')}"
     cluster.secret(name, {"password": value, "user": "admin"})
