@@ -416,7 +416,7 @@ def test_a_static_pod_may_not_use_configmaps_or_secrets(cluster):
     name = unique("static")
     cluster.kubelet.write(f"{name}.yaml", pod_yaml(
         name, "  - name: app\n    image: busybox:1.35\n    envFrom: [{configMapRef: {name: x}}]\n"))
-    wait_for(lambda: f"manifest skipped: spec.containers[0].envFrom[0]: a static pod cannot use ConfigMaps or "
+    wait_for(lambda: "manifest skipped: spec.containers[0].envFrom[0]: a static pod cannot use ConfigMaps or "
                      "Secrets" in cluster.kubelet.log(), 30, what="the manifest to be refused")
     cluster.kubelet.wait_syncs()
     assert cluster.kubelet.containers(f"{name}-{cluster.kubelet.node_name}") == []
