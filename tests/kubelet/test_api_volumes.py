@@ -35,9 +35,11 @@ def cluster(tmp_path_factory, docker_client):
                  what="the node to register")
         yield Cluster(api, kubelet, server, root)
     finally:
-        kubelet.cleanup()
-        server.stop()
-        shutil.rmtree(f"/dev/shm/groundup-kubelet/{kubelet.node_name}", ignore_errors=True)
+        try:
+            kubelet.cleanup()
+        finally:                      # the server goes even if a container would not
+            server.stop()
+            shutil.rmtree(f"/dev/shm/groundup-kubelet/{kubelet.node_name}", ignore_errors=True)
 
 
 class Cluster:
