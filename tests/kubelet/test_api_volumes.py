@@ -425,6 +425,22 @@ def test_a_static_pod_may_not_use_configmaps_or_secrets(cluster):
     cluster.kubelet.remove(f"{name}.yaml")
 
 
+def test_a_static_pod_may_use_the_downward_api_volume(cluster):
+    """It needs nothing from the API server: the pod itself is the source."""
+    name = unique("static-dapi")
+    volumes = ("  volumes:\n  - name: podinfo\n    downwardAPI:\n      items:\n"
+               "      - {path: name, fieldRef: {fieldPath: metadata.name}}\n"
+               "      - {path: labels, fieldRef: {fieldPath: metadata.labels}}\n")
+    manifest = pod_yaml(name, "  - name: app\n    image: busybox:1.35\n    command: [sleep, '3600']\n"
+                              "    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]\n", volumes=volumes)
+    cluster.kubelet.write(f"{name}.yaml", manifest.replace("metadata:\n  name:", "metadata:\n  labels: {tier: static}\n  name:"))
+    full = f"{name}-{cluster.kubelet.node_name}"          # a static pod's name in a cluster
+    cluster.kubelet.wait_running(full)
+    assert cluster.sh(full, "cat /etc/podinfo/name; echo; cat /etc/podinfo/labels") == f'{full}\ntier="static"'
+    cluster.kubelet.remove(f"{name}.yaml")
+    wait_for(lambda: not cluster.kubelet.containers(full), 30, what="the static pod's containers to go")
+
+
 # --- the kubernetes.io examples, unchanged -------------------------------------------------------
 
 # content/en/examples/configmap/configmaps.yaml's special-config, used by the page
