@@ -582,6 +582,7 @@ def test_the_dapi_envars_example_prints_the_pods_fields(cluster, kubectl, busybo
     busybox_as("registry.k8s.io/busybox:1.27.2")
     pod = yaml.safe_load(DAPI_ENVARS_POD)
     pod["spec"]["nodeName"] = cluster.kubelet.node_name
+    pod["spec"]["terminationGracePeriodSeconds"] = 1   # its shell ignores SIGTERM: not 30 s at the end
     kubectl_run(kubectl, cluster, tmp_path, "apply", "-f", "-", stdin=yaml.safe_dump(pod))
     running = cluster.wait_running("dapi-envars-fieldref")
     logs = wait_for(lambda: (out := kubectl_run(kubectl, cluster, tmp_path, "logs", "dapi-envars-fieldref")).strip()
