@@ -16,11 +16,11 @@ Secrets off the disk too; each node's directory there is readable by the
 kubelet's user only (a container sees only its own volume, through the
 bind mount). If /dev/shm is not a tmpfs, Secret volumes are refused.
 
-The kubelet calls `set_up(pod)` before it starts a pod's containers (a
-missing ConfigMap stops the pod there: FailedMount), and `refresh(pods)`
-at every sync: a thread of this module rewrites each volume whose source
-changed (a ConfigMap edited, a label added), off the sync loop, so a slow
-API server never holds up the pods.
+The pod worker calls `ready(pod)` before it starts a pod's containers (a
+missing ConfigMap stops the pod there: FailedMount, and the pod waits in
+ContainerCreating). Then a thread of this module, every sync period,
+rewrites each volume whose source changed (a ConfigMap edited, a label
+added), off the sync loop, so a slow API server never holds up the pods.
 """
 from __future__ import annotations
 
