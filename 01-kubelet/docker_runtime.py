@@ -129,6 +129,9 @@ class DockerRuntime:
         self.pod_dns = lambda pod: None     # chapter 05's resolver settings (pod_dns.py); None: Docker's
         self.sandbox_started = lambda: None  # chapter 05: the pod network's hairpin mode (pod_network.py)
         self.node = security_context.Node.detect()   # AppArmor? SELinux? (securityContext)
+        # Chapter 02: where a configMap, secret, downwardAPI or projected
+        # volume is on the node (api_volumes.py), or None if it is none of those.
+        self.api_volume_path = lambda pod, volume_name: None
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
         self._inspected: dict[tuple[str, str], ContainerInfo] = {}
@@ -207,12 +210,20 @@ class DockerRuntime:
         for mount in container.get("volumeMounts") or []:
             volume = volumes[mount["name"]]
             read_only = bool(mount.get("readOnly", False))
+            api_path = self.api_volume_path(pod, volume["name"])
+            _check_sub_path(mount, bool(api_path))
             if "emptyDir" in volume:
                 source = self._empty_dir(pod, volume)
                 result.append(Mount(mount["mountPath"], source, type="volume", read_only=read_only))
             elif "hostPath" in volume:
                 path = _prepare_host_path(volume["hostPath"], volume["name"])
                 result.append(Mount(mount["mountPath"], path, type="bind", read_only=read_only))
+            elif api_path:
+                # Read-only whatever the pod says, as Kubernetes mounts them:
+                # the kubelet owns these files. A subPath binds the one file
+                # as it is now: like Kubernetes', it sees no later update.
+                path = os.path.join(api_path, mount["subPath"]) if mount.get("subPath") else api_path
+                result.append(Mount(mount["mountPath"], path, type="bind", read_only=True))
             else:
                 kind = next((k for k in volume if k != "name"), "?")
                 raise cfg.ConfigError(f'volume "{volume["name"]}": type {kind} is not supported by this kubelet')
@@ -400,6 +411,25 @@ def _split_image(image: str) -> tuple[str, str | None]:
 
 def _explain(error: docker.errors.APIError) -> str:
     return getattr(error, "explanation", None) or str(error)
+
+
+def _check_sub_path(mount: dict, api_volume: bool) -> None:
+    """subPath is honoured for configMap, secret, downwardAPI and projected
+    volumes; elsewhere, and subPathExpr anywhere, it is refused rather than
+    mounting the whole volume where the pod asked for a part of it."""
+    name = mount["name"]
+    if mount.get("subPathExpr"):
+        raise cfg.ConfigError(f'volumeMounts "{name}": subPathExpr is not supported by this kubelet')
+    sub_path = mount.get("subPath")
+    if not sub_path:
+        return
+    if not api_volume:
+        raise cfg.ConfigError(f'volumeMounts "{name}": subPath is supported by this kubelet only for configMap, '
+                              "secret, downwardAPI and projected volumes")
+    parts = sub_path.split("/")
+    if sub_path.startswith("/") or ".." in parts:
+        raise cfg.ConfigError(f'volumeMounts "{name}": subPath {sub_path!r} must be a relative path '
+                              "inside the volume")
 
 
 def _prepare_host_path(spec: dict, volume_name: str) -> str:

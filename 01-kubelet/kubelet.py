@@ -313,6 +313,11 @@ class Kubelet:
         items.sort(key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"]))
         return {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}
 
+    def pods_now(self) -> dict[str, dict]:
+        """uid -> pod, as of the latest sync (for the volume refresh thread)."""
+        with self._lock:
+            return dict(self.pods)
+
     def find_pod(self, namespace: str, name: str) -> tuple[dict | None, list[ContainerInfo]]:
         with self._lock:
             for uid, pod in self.pods.items():
@@ -331,15 +336,24 @@ class Kubelet:
         return not self._busy
 
 
-def cleanup(runtime: DockerRuntime, all_nodes: bool, log: EventLogger) -> int:
-    """--cleanup: remove every container and emptyDir volume this node (or
-    every node, with --all-nodes) made. The kubelet's own exit never does."""
+def cleanup(runtime: DockerRuntime, all_nodes: bool, log: EventLogger, root_dir: str) -> int:
+    """--cleanup: remove every container and volume this node (or every
+    node, with --all-nodes) made. The kubelet's own exit never does."""
+    import glob
+    import shutil
+    from api_volumes import memory_dir
     containers = runtime.list_containers(all_nodes=all_nodes)
     for container in containers:
         runtime.remove(container.id)
     volumes = runtime.list_volume_pods(all_nodes=all_nodes)
     for volume in volumes:
         runtime.remove_volume(volume)
+    # configMap, secret and downwardAPI volumes: only the pods/ folders this kubelet makes
+    directories = [os.path.join(root_dir, "pods"), memory_dir(runtime.node_name)]
+    if all_nodes:
+        directories += glob.glob(os.path.join(default_root_dir("*"), "pods")) + glob.glob(memory_dir("*"))
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
     log.info("cleaned up", obj="all nodes" if all_nodes else runtime.node_name,
              containers=len(containers), volumes=len(volumes))
     return 0
@@ -432,9 +446,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "the node's allocatable is its capacity minus this and --kube-reserved")
     parser.add_argument("--kube-reserved", default="",
                         help="with an API server: what Kubernetes' own daemons keep (same form)")
-    parser.add_argument("--root-dir", default="/var/lib/kubelet",
-                        help="the kubelet's directory; seccompProfile Localhost profiles are read from "
-                             "its seccomp/ folder (default /var/lib/kubelet)")
+    parser.add_argument("--root-dir", default=None,
+                        help="the kubelet's own directory (default: <temp dir>/groundup-kubelet/<node name>; "
+                             "Kubernetes' is /var/lib/kubelet): configMap and downwardAPI volumes are written "
+                             "there (Secrets go to /dev/shm, a tmpfs, instead), and seccompProfile Localhost "
+                             "profiles are read from its seccomp/ folder")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser, default_server=None)
     args = parser.parse_args(argv)
@@ -472,6 +488,32 @@ def join_cluster(args: argparse.Namespace, client, runtime: DockerRuntime, log: 
     return ApiSource(client, args.node_name, log, on_change=kubelet.wake).start()
 
 
+def set_up_api_volumes(args: argparse.Namespace, client, runtime: DockerRuntime, log: EventLogger, kubelet) -> None:
+    """ConfigMaps and Secrets for the pods' variables and volumes (chapter
+    02), downward API volumes (also without an API server), and the thread
+    that keeps them up to date."""
+    from api_objects import EnvResolver, ObjectCache
+    from api_volumes import ApiVolumes
+    from node_status import allocatable, machine_capacity
+    cache = ObjectCache(client)
+    worker = kubelet.worker
+    try:
+        worker.allocatable = allocatable(machine_capacity(), *args.reserved)
+    except (OSError, RuntimeError) as error:    # only resourceFieldRef without limits needs it
+        log.warning("cannot measure this machine; resourceFieldRef limits read as 0", error=str(error))
+    worker.env_api = EnvResolver(cache, lambda pod, reason, message: kubelet.events.event(pod, "Warning", reason,
+                                                                                             message))
+    worker.volumes = ApiVolumes(args.node_name, args.root_dir, cache, log, kubelet.events,
+                                allocatable=worker.allocatable)
+    runtime.api_volume_path = worker.volumes.host_path
+    worker.volumes.start(args.sync_frequency, kubelet.stopping, kubelet.pods_now)
+
+
+def default_root_dir(node_name: str) -> str:
+    import tempfile
+    return os.path.join(tempfile.gettempdir(), "groundup-kubelet", node_name)
+
+
 def services_env_from(client):
     """Each container's service variables, from a watched copy of every
     Service (chapter 05). Until the first list has come, no container
@@ -497,8 +539,9 @@ def main(argv: list[str] | None = None) -> int:
     except docker.errors.DockerException as error:
         log.error("cannot reach Docker", error=str(error))
         return 1
+    args.root_dir = args.root_dir or default_root_dir(args.node_name)
     if args.cleanup:
-        return cleanup(runtime, args.all_nodes, log)
+        return cleanup(runtime, args.all_nodes, log, args.root_dir)
     runtime.node = Node.detect(seccomp_root=os.path.join(args.root_dir, "seccomp"))
     joins_cluster = bool(args.apiserver or args.kubeconfig)
     if not args.manifests and not joins_cluster:
@@ -547,6 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         from readonly_server import serve
         # A port in use ends the process here with werkzeug's own clear message.
         serve(kubelet, args.address, args.read_only_port, log, client_token)
+    set_up_api_volumes(args, client, runtime, log, kubelet)
     if joins_cluster:
         kubelet.sources.append(join_cluster(args, client, runtime, log, kubelet))
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack

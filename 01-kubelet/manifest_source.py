@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 
 import pod_fields
+from api_volumes import api_references
 from common.defaults import apply_pod_defaults
 from common.log import EventLogger
 from common.manifests import ManifestError, load_manifests
@@ -103,6 +104,12 @@ class FileSource:
             if missing:
                 self.log.error(f"manifest skipped: {missing[0]}: this kubelet does not support it yet; "
                                "running the pod without it would not be what it asks", obj=where)
+                continue
+            from_api = [] if errors else api_references(pod)
+            if from_api:
+                self.log.error(f"manifest skipped: {from_api[0]}: a static pod cannot use ConfigMaps or Secrets: "
+                               "the kubelet runs it without asking the API server (Kubernetes refuses this too)",
+                               obj=where)
                 continue
             if errors:
                 for error in errors:

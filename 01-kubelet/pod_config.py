@@ -123,15 +123,20 @@ def expand(text: str, env: dict[str, str]) -> str:
 
 
 def container_env(pod: dict, container: dict, pod_ip: str, host_ip: str,
-                  given: dict[str, str] | None = None) -> dict[str, str]:
+                  given: dict[str, str] | None = None, api=None, allocatable: dict | None = None) -> dict[str, str]:
     """The container's variables, in order; each may refer to the ones
     defined before it (as in Kubernetes, later ones are not yet known), and
     to those it is given anyway (chapter 05's service variables), which its
-    own override."""
+    own override. envFrom's come first, and env's override them. api: the
+    kubelet's reader of ConfigMaps and Secrets (api_objects.EnvResolver)."""
     env: dict[str, str] = dict(given or {})
+    if container.get("envFrom"):
+        env.update(_needs_api(api, "envFrom").env_from(pod, container))
     for var in container.get("env") or []:
         if "valueFrom" in var:
-            env[var["name"]] = field_value(pod, var["valueFrom"], pod_ip, host_ip)
+            value = value_from(pod, container, var["valueFrom"], pod_ip, host_ip, api, allocatable)
+            if value is not None:       # None: optional, and its ConfigMap or Secret (or key) is missing
+                env[var["name"]] = value
         else:
             env[var["name"]] = expand(str(var.get("value", "")), env)
     return env
@@ -143,12 +148,30 @@ class ConfigError(Exception):
     (the container waits with reason CreateContainerConfigError)."""
 
 
-def field_value(pod: dict, source: dict, pod_ip: str, host_ip: str) -> str:
-    """The downward API: a variable whose value is a field of the pod."""
-    if "fieldRef" not in source:
-        kind = next(iter(source), "?")
-        raise ConfigError(f"valueFrom.{kind} needs the API server (chapter 02); this kubelet supports fieldRef")
-    path = source["fieldRef"].get("fieldPath", "")
+def value_from(pod: dict, container: dict, source: dict, pod_ip: str, host_ip: str, api=None,
+               allocatable: dict | None = None) -> str | None:
+    """One variable's valueFrom: a field of the pod, a resource of a
+    container (the downward API), or a key of a ConfigMap or Secret."""
+    if "fieldRef" in source:
+        return field_value(pod, source["fieldRef"], pod_ip, host_ip)
+    if "resourceFieldRef" in source:
+        ref = source["resourceFieldRef"]
+        return resource_value(pod, ref.get("containerName") or container["name"], ref, allocatable or {})
+    kind = next((k for k in ("configMapKeyRef", "secretKeyRef") if k in source), None)
+    if kind is None:
+        raise ConfigError(f"valueFrom.{next(iter(source), '?')} is not supported by this kubelet")
+    return _needs_api(api, f"valueFrom.{kind}").key_ref(pod, kind, source[kind])
+
+
+def _needs_api(api, field: str):
+    if api is None:
+        raise ConfigError(f"{field} needs the API server (chapter 02): this kubelet has none")
+    return api
+
+
+def field_value(pod: dict, field_ref: dict, pod_ip: str = "", host_ip: str = "") -> str:
+    """The downward API: the value of a field of the pod."""
+    path = field_ref.get("fieldPath", "")
     meta = pod["metadata"]
     simple = {
         "metadata.name": meta["name"], "metadata.namespace": meta["namespace"],
@@ -162,6 +185,29 @@ def field_value(pod: dict, source: dict, pod_ip: str, host_ip: str) -> str:
     if match:
         return (meta.get(match.group(1)) or {}).get(match.group(2), "")
     raise ConfigError(f"unsupported fieldRef.fieldPath {path!r}")
+
+
+def resource_value(pod: dict, container_name: str, ref: dict, allocatable: dict) -> str:
+    """The downward API's resourceFieldRef: a container's request or limit
+    in units of `divisor` (default 1), rounded up. A limit the container
+    does not set reads as the node's allocatable, which is what it may use."""
+    resource = ref.get("resource", "")
+    container = next((c for c in pod["spec"]["containers"] if c["name"] == container_name), None)
+    if container is None:
+        raise ConfigError(f"resourceFieldRef: no container named {container_name!r} in the pod")
+    which, _, name = resource.partition(".")
+    amounts = (container.get("resources") or {}).get(which) or {}
+    amount = amounts.get(name)
+    if amount is None:
+        amount = allocatable.get(name, "0") if which == "limits" else "0"
+    value, divisor = parse_quantity(amount), parse_quantity(ref.get("divisor") or "1")
+    if divisor.sign() <= 0:
+        raise ConfigError(f"resourceFieldRef: divisor {ref.get('divisor')!r} must be above zero")
+    if name == "cpu":
+        return str(-(-value.milli_value() // divisor.milli_value()))      # ceil, in millicores
+    if name in ("memory", "ephemeral-storage") or name.startswith("hugepages-"):
+        return str(-(-value.value() // divisor.value()))
+    raise ConfigError(f"resourceFieldRef: unsupported resource {resource!r}")
 
 
 def command_line(container: dict, env: dict[str, str]) -> tuple[list[str] | None, list[str] | None]:

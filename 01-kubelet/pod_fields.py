@@ -79,15 +79,16 @@ POD_SPEC = {
     "terminationGracePeriodSeconds": Field(HONOURED, "pod_worker.stop_all (docker stop's timeout)"),
     "tolerations": Field(IGNORED, SCHEDULER + "; NoExecute evictions are the controller manager's"),
     "topologySpreadConstraints": Field(IGNORED, SCHEDULER),
-    "volumes": Field(HONOURED, "docker_runtime.mounts (emptyDir, hostPath; any other type fails "
-                     "with a FailedMount event naming it)"),
+    "volumes": Field(HONOURED, "docker_runtime.mounts (emptyDir, hostPath) and api_volumes.py (configMap, "
+                     "secret, downwardAPI, projected); any other type fails with a FailedMount event naming it"),
 }
 
 CONTAINER = {
     "args": Field(HONOURED, "pod_config.command_line"),
     "command": Field(HONOURED, "pod_config.command_line"),
-    "env": Field(HONOURED, "pod_config.container_env (a valueFrom it cannot resolve is a ConfigError)"),
-    "envFrom": Field(REFUSED, "not built yet", []),
+    "env": Field(HONOURED, "pod_config.container_env; valueFrom through api_objects.EnvResolver (one it "
+                 "cannot resolve is a CreateContainerConfigError)"),
+    "envFrom": Field(HONOURED, "api_objects.EnvResolver (ConfigMaps and Secrets from the API server)"),
     "image": Field(HONOURED, "docker_runtime.ensure_image"),
     "imagePullPolicy": Field(HONOURED, "docker_runtime.ensure_image"),
     "lifecycle": Field(REFUSED, "postStart and preStop hooks are not built yet"),

@@ -62,6 +62,12 @@ class PodWorker:
         # The Services' variables for a pod's containers (chapter 05); alone,
         # without an API server, there are none.
         self.service_env = lambda pod: {}
+        # Chapter 02: ConfigMaps and Secrets, for variables (api_objects.EnvResolver)
+        # and volumes (api_volumes.ApiVolumes); kubelet.py sets them (without an
+        # API server they refuse all but the downward API).
+        self.env_api = None
+        self.volumes = None
+        self.allocatable: dict = {}      # the node's, for resourceFieldRef limits a container leaves unset
 
     def apply(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
         key = cfg.pod_key(pod)
@@ -74,6 +80,8 @@ class PodWorker:
             self.log.info("pod finished, sandbox stopped", obj=key)
         if not actions.start and not actions.create_sandbox:
             return
+        if self.volumes is not None and not self.volumes.ready(pod):
+            return                               # FailedMount: the pod waits in ContainerCreating
         sandbox = self.ensure_sandbox(pod, containers, actions)
         if sandbox is None:
             return
@@ -117,7 +125,8 @@ class PodWorker:
             if refused:      # an API pod asks for what this kubelet cannot do: say so, run nothing
                 raise cfg.ConfigError(f"{refused[0]}: this kubelet does not support it")
             self._pull(container, event)
-            env = cfg.container_env(pod, container, pod_ip, self.host_ip, self.service_env(pod))
+            env = cfg.container_env(pod, container, pod_ip, self.host_ip, self.service_env(pod),
+                                    api=self.env_api, allocatable=self.allocatable)
             mounts = self._mounts(pod, container, event)
             if start.after_crash:
                 self.crash_backoff.next(start.backoff_key)
@@ -201,6 +210,8 @@ class PodWorker:
             if unwanted(owner):
                 self.runtime.remove_volume(volume)
                 self.log.info("volume removed", obj=volume)
+        for uid in self.volumes.remove(unwanted) if self.volumes else []:
+            self.log.info("configMap/secret volumes removed", obj=uid)
 
     def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str, pod: dict) -> None:
         """Stop containers in parallel, so a pod takes one grace period to stop.
