@@ -209,7 +209,7 @@ class Kubelet:
             specs = {c["name"]: c for c in pod["spec"]["containers"]
                      + [c for c in pod["spec"].get("initContainers") or [] if is_sidecar(c)]}
             for container in actual.get(uid, []):
-                if container.running and container.name in specs and container.id not in self.worker.starting:
+                if container.running and container.name in specs and (uid, container.name) not in self.worker.starting:
                     running.append((pod, specs[container.name], container.id, self.pod_ips.get(uid, "")))
         return running
 
@@ -237,7 +237,7 @@ class Kubelet:
             if oldest:
                 self._running_logged.add(uid)   # adopted, not started: no startup time to report
         started = self.first_seen[uid]
-        starting = Starting(hooks=frozenset(self.worker.starting),
+        starting = Starting(hooks=frozenset(name for owner, name in set(self.worker.starting) if owner == uid),
                             probes=frozenset(self._probe_results(pod, containers).not_started))
         status = pod_status(pod, containers, self.waiting.of(uid), self.probes.ready, self.pod_ips.get(uid, ""),
                             self.host_ip, started, previous=self.statuses.get(uid), starting=starting)

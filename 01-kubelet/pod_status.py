@@ -55,7 +55,7 @@ def terminated(container: ContainerInfo) -> dict:
 @dataclass
 class Starting:
     """Running containers that have not "started" in Kubernetes' sense."""
-    hooks: frozenset = frozenset()     # their postStart hook still runs: shown as still being created
+    hooks: frozenset = frozenset()     # names: their postStart hook still runs, shown as still being created
     probes: frozenset = frozenset()    # their startupProbe has not succeeded yet: started false, not ready
     # What a container that has not run yet waits for: ContainerCreating,
     # or PodInitializing in a pod with init containers (as the kubelet says).
@@ -72,7 +72,7 @@ def container_status(spec: dict, containers: list[ContainerInfo], waiting: Waiti
     if current is not None:
         status["containerID"] = f"docker://{current.id}"
         status["imageID"] = f"docker://{current.image_id}"
-    if current is not None and current.running and current.id not in starting.hooks:
+    if current is not None and current.running and spec["name"] not in starting.hooks:
         status["state"] = {"running": {"startedAt": rfc3339(current.started_at)}}
         status["started"] = current.id not in starting.probes
         # Without a readiness probe a started container is ready.

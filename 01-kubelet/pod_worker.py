@@ -62,9 +62,10 @@ class PodWorker:
         # The Services' variables for a pod's containers (chapter 05); alone,
         # without an API server, there are none.
         self.service_env = lambda pod: {}
-        # Containers whose postStart hook is running: not yet started, as
-        # far as the pod's status is concerned.
-        self.starting: set[str] = set()
+        # (pod uid, container name) being started with a postStart hook, until
+        # the hook returns: not yet started, as far as the status goes (marked
+        # before Docker starts it, so no status can show it running early).
+        self.starting: set[tuple[str, str]] = set()
 
     def apply(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
         key = cfg.pod_key(pod)
@@ -108,6 +109,18 @@ class PodWorker:
         return sandbox_id, self.host_ip if host_network else self.runtime.inspect(sandbox_id).ip
 
     def start_container(self, pod: dict, start: Start, sandbox_id: str, pod_ip: str) -> None:
+        """Pull, create and start one container, then run its postStart hook."""
+        # Marked before Docker starts it, so that no status shows it running
+        # (started) before its postStart hook has returned.
+        marker = (pod["metadata"]["uid"], start.container["name"])
+        if (start.container.get("lifecycle") or {}).get("postStart"):
+            self.starting.add(marker)
+        try:
+            self._start_container(pod, start, sandbox_id, pod_ip)
+        finally:
+            self.starting.discard(marker)
+
+    def _start_container(self, pod: dict, start: Start, sandbox_id: str, pod_ip: str) -> None:
         key, uid, name = cfg.pod_key(pod), pod["metadata"]["uid"], start.container["name"]
         container = start.container
         field = field_path(pod, name)               # what the events point at
@@ -165,18 +178,15 @@ class PodWorker:
         returned; a hook that fails kills it, and the restartPolicy decides
         what next (as for any container that died)."""
         key, name = cfg.pod_key(pod), container["name"]
-        self.starting.add(container_id)
-        try:
-            error = run_hook(hook, pod, container, container_id, pod_ip, self.runtime)
-            if error is None:
-                return
-            self.log.warning("PostStart hook failed", obj=key, container=name, error=error)
-            event("Warning", "FailedPostStartHook", "PostStartHook failed")
-            event("Normal", "Killing", "FailedPostStartHook")
-            stopping = self.runtime.inspect(container_id)
-            stop_container(self.runtime, self.events, self.log, pod, container, stopping, stopping.grace_period)
-        finally:
-            self.starting.discard(container_id)
+        error = run_hook(hook, pod, container, container_id, pod_ip, self.runtime)
+        if error is None:
+            return
+        self.log.warning("PostStart hook failed", obj=key, container=name, error=error)
+        # The Event leaves the hook's output out: it may hold a secret.
+        event("Warning", "FailedPostStartHook", "PostStartHook failed")
+        event("Normal", "Killing", "FailedPostStartHook")
+        stopping = self.runtime.inspect(container_id)
+        stop_container(self.runtime, self.events, self.log, pod, container, stopping, stopping.grace_period)
     # [END post-start]
 
     def _pull(self, container: dict, event) -> None:
