@@ -397,6 +397,7 @@ def validate_pod_spec(spec, path: str = "spec") -> list[FieldError]:
     for field in ("containers", "initContainers"):
         for _, item_path, ctr in _items(errs, spec.get(field), child(path, field), "containers"):
             _validate_container(errs, ctr, item_path, names, volumes, bool(host_network))
+            _validate_container_restart_policy(errs, ctr, item_path, init=field == "initContainers")
 
     _check_enum(errs, spec.get("restartPolicy"), child(path, "restartPolicy"), RESTART_POLICIES)
     _check_enum(errs, spec.get("dnsPolicy"), child(path, "dnsPolicy"), DNS_POLICIES)
@@ -589,6 +590,25 @@ def _validate_container(errs, ctr: dict, path: str, names: set[str],
         if ctr.get(probe) is not None:
             _validate_probe(errs, ctr[probe], child(path, probe), port_names,
                             success_must_be_one=probe != "readinessProbe")
+
+
+def _validate_container_restart_policy(errs, ctr: dict, path: str, init: bool) -> None:
+    """Only an init container may set restartPolicy, and only to Always (a
+    sidecar, kept running beside the app). A regular init container runs
+    once to completion: probes and hooks, which watch a running container,
+    are forbidden on it, rather than silently never run."""
+    policy = ctr.get("restartPolicy")
+    if not init:
+        if policy is not None:
+            errs.append(forbidden(child(path, "restartPolicy"), "may not be set for non-init containers"))
+        return
+    if policy is not None and policy != "Always":
+        errs.append(not_supported(child(path, "restartPolicy"), policy, ("Always",)))
+    if policy != "Always":
+        for field in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
+            if ctr.get(field) is not None:
+                errs.append(forbidden(child(path, field),
+                                      "may not be set for init containers without restartPolicy=Always"))
 
 
 def _validate_ports(errs, ports, path: str, host_network: bool) -> set[str] | None:
