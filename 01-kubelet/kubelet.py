@@ -129,8 +129,8 @@ class Kubelet:
         if self._network_not_ready(pod):
             self._update_status(pod, containers)
             return
-        actions = compute_pod_actions(pod, containers, self.waiting.of(uid), self.probes.failed_liveness,
-                                      self.crash_backoff, self.start_backoff, probes=self._probe_results(pod, containers))
+        actions = compute_pod_actions(pod, containers, self.waiting.of(uid), self._probe_results(pod, containers),
+                                      self.crash_backoff, self.start_backoff)
         self._hold_back(pod, actions.waiting)
         if actions:
             self._submit(uid, cfg.pod_key(pod), self.worker.apply, pod, containers, actions)

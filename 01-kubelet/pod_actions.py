@@ -59,12 +59,10 @@ def _order(c: ContainerInfo):
 
 # [START compute-pod-actions]
 def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dict[str, Waiting],
-                        failed_liveness: dict[str, str], crash_backoff: Backoff,
-                        start_backoff: Backoff, now: float | None = None, *,
-                        probes: ProbeResults | None = None) -> PodActions:
+                        probes: ProbeResults, crash_backoff: Backoff,
+                        start_backoff: Backoff, now: float | None = None) -> PodActions:
     """Compare the pod's spec with what runs; say what to do, do nothing."""
     now = time.time() if now is None else now
-    probes = probes or ProbeResults(failed_liveness=failed_liveness)
     actions = PodActions()
     sandboxes = sorted((c for c in containers if c.name == cfg.SANDBOX_NAME), key=_order, reverse=True)
     sandbox = sandboxes[0] if sandboxes else None
@@ -104,12 +102,11 @@ def _hold_back_failed_starts(actions: PodActions, waiting: dict[str, Waiting], s
             reason = "ImagePullBackOff" if before.reason == "ErrImagePull" else before.reason
             actions.waiting[start.container["name"]] = Waiting(reason, before.message, before.since, before.hash)
             actions.start.remove(start)
-# [END compute-pod-actions]
 
 
 # [START plan-container]
 def plan_container(pod: dict, container: dict, apps: list[ContainerInfo], sandbox: ContainerInfo | None,
-                   actions: PodActions, probes: "ProbeResults", crash_backoff: Backoff,
+                   actions: PodActions, probes: ProbeResults, crash_backoff: Backoff,
                    now: float) -> Start | None:
     """One container of the spec: the Start it needs, or None. Kills,
     removals and crash-loop waits go into `actions` on the way."""
@@ -170,7 +167,7 @@ def plan_sandbox(pod: dict, sandbox: ContainerInfo | None, sandbox_ok: bool, app
         # others and in reverse order (pod_worker.stop_all).
         actions.kill += [(c, "the pod has finished") for c in still_running]
         actions.stop_sandbox = True
-# [END plan-sandbox]# [END plan-sandbox]
+# [END plan-sandbox]
 
 
 def _held_back(failure: Waiting | None, key: cfg.BackoffKey, start_backoff: Backoff) -> bool:
@@ -194,7 +191,7 @@ SANDBOX_CHANGED, SPEC_CHANGED, PROBE_FAILED = "sandbox changed", "spec changed",
 
 
 def _why_kill(pod: dict, container: dict, current: ContainerInfo, sandbox: ContainerInfo | None,
-              probes: "ProbeResults") -> Kill | None:
+              probes: ProbeResults) -> Kill | None:
     if sandbox is None or current.sandbox_id != sandbox.id:
         return Kill(SANDBOX_CHANGED, "the pod's sandbox changed")
     if current.hash != cfg.container_hash(pod, container):
