@@ -38,11 +38,11 @@ def test_init_containers_run_in_order_each_to_success_before_the_app(kubelet):
     # The second reads what the first wrote in the shared emptyDir; the app
     # reads what both wrote. Each sleeps a little so that "in order" shows
     # in the times too, not only in the file.
-    kubelet.write("ordered.yaml", pod_yaml("ordered", f"""\
+    kubelet.write("ordered.yaml", pod_yaml("ordered", """\
   - name: app
     image: busybox:1.35
     command: [sh, -c, "cat /work/log; trap 'exit 0' TERM; sleep 3600 & wait"]
-    volumeMounts: [{{name: work, mountPath: /work}}]
+    volumeMounts: [{name: work, mountPath: /work}]
 """, spec_extra="""\
   initContainers:
   - name: first
@@ -157,11 +157,11 @@ def test_a_new_sandbox_runs_the_init_containers_again(kubelet, docker_client):
 
 # --- sidecars ---------------------------------------------------------------
 
-SIDECAR_POD = f"""\
+SIDECAR_POD = """\
   - name: app
     image: busybox:1.35
     command: [sh, -c, "trap 'echo app stopping >> /work/order; exit 0' TERM; sleep 3600 & wait"]
-    volumeMounts: [{{name: work, mountPath: /work}}]
+    volumeMounts: [{name: work, mountPath: /work}]
 """, """\
   initContainers:
   - name: logger

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from apiserver_harness import APIServer, Client, unique
-from harness import Kubelet, wait_for_pod  # noqa: F401
+from harness import Kubelet
 from lifecycle_hooks import MINIMUM_GRACE
 from polling import wait_for
 from test_cluster import container, create_pod, get_pod, join, pod_row, wait_events
