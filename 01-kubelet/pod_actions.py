@@ -40,6 +40,8 @@ class PodActions:
     start: list[Start] = field(default_factory=list)    # in this order (init containers one at a time)
     remove: list[ContainerInfo] = field(default_factory=list)             # no longer needed
     waiting: dict[str, Waiting] = field(default_factory=dict)             # name -> why it waits
+    # A probe's own terminationGracePeriodSeconds, for the containers it kills.
+    kill_grace: dict[str, int] = field(default_factory=dict)              # container id -> seconds
 
     def __bool__(self) -> bool:
         return bool(self.create_sandbox or self.stop_sandbox or self.kill or self.start or self.remove)
@@ -122,7 +124,7 @@ def plan_container(pod: dict, container: dict, apps: list[ContainerInfo], sandbo
         kill = _why_kill(pod, container, current, sandbox, probes)
         if kill is None:
             return None                        # running as specified: nothing to do
-        actions.kill.append((current, kill.message))
+        _kill(actions, current, kill)
         if policy == "Never" and kill.cause != SPEC_CHANGED:
             return None                        # stopped for good
         return Start(container, current.restart_count + 1, after_crash=kill.cause == PROBE_FAILED, backoff_key=key)
@@ -185,6 +187,13 @@ def _crash_message(pod: dict, name: str, delay: float) -> str:
 class Kill(NamedTuple):
     cause: str          # SANDBOX_CHANGED, SPEC_CHANGED or PROBE_FAILED: what decides the restart
     message: str        # what the log and the Event say
+    grace: int | None = None   # the failed probe's terminationGracePeriodSeconds, if it sets one
+
+
+def _kill(actions: PodActions, container: ContainerInfo, kill: Kill) -> None:
+    actions.kill.append((container, kill.message))
+    if kill.grace is not None:
+        actions.kill_grace[container.id] = kill.grace
 
 
 SANDBOX_CHANGED, SPEC_CHANGED, PROBE_FAILED = "sandbox changed", "spec changed", "probe failed"
@@ -196,10 +205,15 @@ def _why_kill(pod: dict, container: dict, current: ContainerInfo, sandbox: Conta
         return Kill(SANDBOX_CHANGED, "the pod's sandbox changed")
     if current.hash != cfg.container_hash(pod, container):
         return Kill(SPEC_CHANGED, "its spec changed")
+    # A probe may shorten the grace period of the kill it causes (a stuck
+    # app need not get the pod's full grace); Kubernetes' probe-level
+    # terminationGracePeriodSeconds.
     if current.id in probes.failed_startup:
-        return Kill(PROBE_FAILED, f"Startup probe failed: {probes.failed_startup[current.id]}")
+        return Kill(PROBE_FAILED, f"Startup probe failed: {probes.failed_startup[current.id]}",
+                    (container.get("startupProbe") or {}).get("terminationGracePeriodSeconds"))
     if current.id in probes.failed_liveness:
-        return Kill(PROBE_FAILED, f"Liveness probe failed: {probes.failed_liveness[current.id]}")
+        return Kill(PROBE_FAILED, f"Liveness probe failed: {probes.failed_liveness[current.id]}",
+                    (container.get("livenessProbe") or {}).get("terminationGracePeriodSeconds"))
     return None
 
 
@@ -294,7 +308,7 @@ def plan_sidecar(pod: dict, spec: dict, apps: list[ContainerInfo], sandbox: Cont
         kill = _why_kill(pod, spec, current, sandbox, probes)
         if kill is None:
             return current.id not in probes.not_started
-        actions.kill.append((current, kill.message))
+        _kill(actions, current, kill)
         actions.start.append(Start(spec, current.restart_count + 1, after_crash=kill.cause == PROBE_FAILED,
                                    backoff_key=key))
         return False

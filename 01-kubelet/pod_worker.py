@@ -69,7 +69,7 @@ class PodWorker:
 
     def apply(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
         key = cfg.pod_key(pod)
-        self.stop_all(actions.kill, key, pod)
+        self.stop_all(actions.kill, key, pod, overrides=actions.kill_grace)
         for container in actions.remove:
             self.runtime.remove(container.id)
         if actions.stop_sandbox:
@@ -241,18 +241,20 @@ class PodWorker:
                 self.log.info("volume removed", obj=volume)
 
     # [START stop-all]
-    def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str, pod: dict, grace: int | None = None) -> None:
+    def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str, pod: dict, grace: int | None = None,
+                 overrides: dict[str, int] | None = None) -> None:
         """Stop containers in parallel, so a pod takes one grace period to
         stop; sidecars wait for the app containers (lifecycle_hooks.py).
         pod: the pod, or a bare reference when its spec is unknown.
-        grace: overrides each container's own (a deletion's)."""
+        grace: overrides each container's own (a deletion's); overrides:
+        by container id (a failed probe's own grace period)."""
         specs = {c["name"]: c for c in pod.get("spec", {}).get("containers", [])
                  + (pod.get("spec", {}).get("initContainers") or [])}
         order = termination_order(pod, [c.name for c, _ in kills])
         stopped = {c.name: threading.Event() for c, _ in kills}
         threads = []
         for container, why in kills:
-            seconds = container.grace_period if grace is None else grace
+            seconds = (overrides or {}).get(container.id, container.grace_period if grace is None else grace)
             self.log.info("stopping container", obj=key, container=container.name, reason=why, grace=f"{seconds}s")
             self.events.event(pod, "Normal", "Killing", killing_message(container.name, why),
                               field_path=field_path(pod, container.name))

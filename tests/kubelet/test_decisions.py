@@ -299,3 +299,11 @@ def test_sidecars_do_not_keep_a_finished_pod_alive():
     sidecar = init_info(pod, "first", "running")
     containers = [info(pod, cfg.SANDBOX_NAME), sidecar, init_info(pod, "second"), info(pod, "app", "exited", 0)]
     assert summary(plan(pod, containers)) == nothing(kill=["first"], stop_sandbox=True)
+
+
+def test_a_probes_own_grace_period_is_the_kills():
+    pod = make_pod(livenessProbe={"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 2})
+    running = info(pod, "app")
+    actions = plan(pod, [info(pod, cfg.SANDBOX_NAME), running], failed_liveness={running.id: "exit code 1"})
+    assert actions.kill_grace == {running.id: 2}
+    assert plan(POD, [SB, info(POD, "app")], failed_liveness={"app-0": "exit code 1"}).kill_grace == {}

@@ -83,3 +83,20 @@ def test_a_sidecars_startup_probe_holds_back_the_next_init_container(kubelet):
     assert migrate["state"]["terminated"]["startedAt"] > started
     wait_for(lambda: get_pods.status_column(kubelet.pod("gated")) == "Running", 10, what="STATUS Running")
     assert get_pods.ready(kubelet.pod("gated")) == "2/2"
+
+
+def test_a_failed_probe_kills_within_its_own_grace_period(kubelet):
+    """The probe's terminationGracePeriodSeconds (1 s) is the kill's, not
+    the pod's (60 s): the container, which ignores SIGTERM, is restarted
+    in seconds, not in a minute."""
+    kubelet.write("stuck.yaml", pod_yaml("stuck", """\
+  - name: app
+    image: busybox:1.35
+    command: [sh, -c, "sleep 3600 & wait"]
+    livenessProbe: {exec: {command: ["false"]}, periodSeconds: 1, failureThreshold: 1,
+                    terminationGracePeriodSeconds: 1}
+""").replace("terminationGracePeriodSeconds: 1\n  containers", "terminationGracePeriodSeconds: 60\n  containers"))
+    pod = kubelet.wait_pod("stuck", lambda p: container_status(p, "app")["restartCount"] >= 1, timeout=30,
+                           what="restarted after its liveness probe failed (60 s grace would time this out)")
+    assert container_status(pod, "app")["lastState"]["terminated"]["exitCode"] == 137
+    assert "grace=1s" in kubelet.log()
