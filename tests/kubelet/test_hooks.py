@@ -112,7 +112,8 @@ def test_an_http_pre_stop_hook_reaches_the_container_and_any_answer_will_do(kube
     kubelet.wait_running("httphook")
     first = kubelet.container("httphook", "app")
     kubelet.write("httphook.yaml", manifest.replace("image: busybox:1.35", "image: busybox:1.35\n    workingDir: /tmp"))
-    wait_for(lambda: kubelet.container("httphook", "app").id != first.id, 30, what="the container replaced")
+    wait_for(lambda: any(c.id != first.id and c.labels["io.kubernetes.container.name"] == "app"
+                         for c in kubelet.containers("httphook", all=False)), 30, what="the container replaced")
     # The request arrived (there is no /bye: 404), and a 404 does not fail
     # a hook: unlike a probe, the kubelet does not look at the status code.
     assert b"response:404" in first.logs(), first.logs()
