@@ -253,6 +253,14 @@ KUBERNETES_WORDING = [
     ("init-hook", {"spec.initContainers[0].lifecycle": {"preStop": {"exec": {"command": ["true"]}}}},
      ["spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers without "
       "restartPolicy=Always"]),
+    # --- K8S validateLifecycle / validateHandler / validateSleepAction
+    ("hook-no-handler", {f"{C0}.lifecycle": {"postStart": {}}},
+     [f"{C0}.lifecycle.postStart: Required value: must specify a handler type"]),
+    ("hook-two-handlers", {f"{C0}.lifecycle": {"preStop": {"exec": {"command": ["true"]}, "sleep": {"seconds": 1}}}},
+     [f"{C0}.lifecycle.preStop.sleep: Forbidden: may not specify more than 1 handler type"]),
+    ("hook-sleep-zero", {f"{C0}.lifecycle": {"preStop": {"sleep": {"seconds": 0}}}},
+     [f"{C0}.lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 and less than "
+      "terminationGracePeriodSeconds (30)"]),
     ("image-missing", {f"{C0}.image": DELETE}, [f"{C0}.image: Required value"]),
     ("image-empty", {f"{C0}.image": ""}, [f"{C0}.image: Required value"]),
     ("image-spaces", {f"{C0}.image": " nginx"},
