@@ -176,7 +176,7 @@ def qos_class(spec: dict) -> str:
     to limits. BestEffort: nobody asks for anything. Else Burstable."""
     requests_seen = limits_seen = False
     guaranteed = True
-    for container in spec["containers"]:
+    for container in spec["containers"] + (spec.get("initContainers") or []):   # GetPodQOS counts both
         resources = container.get("resources") or {}
         limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
         requests_seen |= bool(requests)

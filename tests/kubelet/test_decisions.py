@@ -307,3 +307,11 @@ def test_a_probes_own_grace_period_is_the_kills():
     actions = plan(pod, [info(pod, cfg.SANDBOX_NAME), running], failed_liveness={running.id: "exit code 1"})
     assert actions.kill_grace == {running.id: 2}
     assert plan(POD, [SB, info(POD, "app")], failed_liveness={"app-0": "exit code 1"}).kill_grace == {}
+
+
+def test_init_containers_count_for_the_qos_class():
+    limited = {"resources": {"limits": {"cpu": "100m", "memory": "16Mi"}}}
+    spec = {"containers": [{"name": "app", **limited}], "initContainers": [{"name": "setup"}]}
+    assert qos_class(spec) == "Burstable"          # the init container asks for nothing: not Guaranteed
+    spec["initContainers"][0].update(limited)
+    assert qos_class(spec) == "Guaranteed"
