@@ -65,6 +65,12 @@ class ApiSource:
         remove containers it does not know: they may be this source's."""
         return self.informer.has_synced()
 
+    def terminating(self) -> dict[str, dict]:
+        """uid -> pod for the pods bound here that are being deleted: their
+        spec (preStop hooks) and deletionGracePeriodSeconds say how to stop them."""
+        return {pod["metadata"]["uid"]: pod for pod in self.informer.list()
+                if pod["metadata"].get("deletionTimestamp") and not is_mirror(pod)}
+
     # [START api-source]
     def pods(self) -> dict[str, dict]:
         """uid -> pod for every pod bound here that is not being deleted

@@ -2,9 +2,11 @@
 
     python 01-kubelet/get_pods.py [--kubelet http://127.0.0.1:10255]
 
-Reads the kubelet's read-only /pods and prints one line per pod, with the
-STATUS column worked out the way kubectl does it: a waiting or terminated
-container's reason wins over the pod's phase.
+Reads the kubelet's read-only /pods and prints one line per pod, with
+READY, STATUS and RESTARTS worked out the way kubectl does it (a waiting or
+terminated container's reason wins over the pod's phase; Init:1/2 while
+init containers run), by the same function as the API server's tables
+(common/pod_summary.py).
 """
 from __future__ import annotations
 
@@ -12,31 +14,28 @@ import argparse
 import sys
 import time
 from datetime import datetime, timezone
+from pathlib import Path
 
 import requests
 
+# This checkout's `common`, when run as a script (an installed copy may be another's).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common.pod_summary import summarize  # noqa: E402
+
 
 def ready(pod: dict) -> str:
-    statuses = pod["status"].get("containerStatuses", [])
-    return f"{sum(s['ready'] for s in statuses)}/{len(pod['spec']['containers'])}"
+    summary = summarize(pod)
+    return f"{summary.ready}/{summary.total}"
 
 
 def restarts(pod: dict) -> int:
-    return sum(s["restartCount"] for s in pod["status"].get("containerStatuses", []))
+    return summarize(pod).restarts
 
 
 def status_column(pod: dict) -> str:
     """kubectl's STATUS: the phase, unless a container has a reason to show."""
-    shown = pod["status"].get("phase", "Pending")
-    for container in pod["status"].get("containerStatuses", []):
-        state = container["state"]
-        if state.get("waiting", {}).get("reason") not in (None, "ContainerCreating"):
-            return state["waiting"]["reason"]
-        if "terminated" in state:
-            shown = state["terminated"]["reason"]
-    if shown == "Pending" and pod["status"].get("containerStatuses"):
-        return "ContainerCreating"
-    return shown
+    return summarize(pod).status
 
 
 def age(pod: dict, now: float) -> str:

@@ -20,25 +20,30 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import docker.errors
 
-import pod_config as cfg
-from common import addresses, kubeconfig
-from common.backoff import Backoff
-from common.events import EventRecorder
-from common.log import EventLogger, get_logger
-from common.times import rfc3339
-from common.token_file import TokenFileError, read_token_file
-from docker_runtime import ContainerInfo, DockerRuntime
-from manifest_source import FileSource
-from pod_actions import compute_pod_actions
-from pod_network import NETWORK, Kubenet, PodNetworkError
-from pod_status import Waiting, pod_status
-from pod_worker import PodWorker, WaitingReasons
-from probes import ProbeManager
-from security_context import Node
+# This checkout's `common`, when run as a script (an installed copy may be another's).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pod_config as cfg  # noqa: E402
+from common import addresses, kubeconfig  # noqa: E402
+from common.backoff import Backoff  # noqa: E402
+from common.events import EventRecorder  # noqa: E402
+from common.log import EventLogger, get_logger  # noqa: E402
+from common.times import rfc3339  # noqa: E402
+from common.token_file import TokenFileError, read_token_file  # noqa: E402
+from docker_runtime import ContainerInfo, DockerRuntime  # noqa: E402
+from lifecycle_hooks import field_path  # noqa: E402
+from manifest_source import FileSource  # noqa: E402
+from pod_actions import ProbeResults, compute_pod_actions, is_sidecar  # noqa: E402
+from pod_network import NETWORK, Kubenet, PodNetworkError  # noqa: E402
+from pod_status import Starting, Waiting, pod_status  # noqa: E402
+from pod_worker import PodWorker, WaitingReasons  # noqa: E402
+from probes import ProbeManager  # noqa: E402
+from security_context import Node  # noqa: E402
 
 
 class Kubelet:
@@ -64,6 +69,7 @@ class Kubelet:
         # What the sync loop remembers between syncs. None of it is needed
         # to converge after a restart; it makes status richer.
         self.pods: dict[str, dict] = {}                       # uid -> desired pod
+        self.last_known: dict[str, dict] = {}                 # uid -> its spec, also once no longer desired
         self.containers: dict[str, list[ContainerInfo]] = {}  # uid -> its Docker containers
         self.statuses: dict[str, dict] = {}                   # uid -> last computed status
         self.first_seen: dict[str, float] = {}
@@ -109,11 +115,7 @@ class Kubelet:
                 self.sync_pod(pod, actual.get(uid, []))
             else:   # its worker is busy: no new decision, but fresh status
                 self._update_status(pod, actual.get(uid, []))
-        for uid in set(actual) - set(desired):      # pods that are no longer wanted
-            if self._sources_ready() and self._may_sync(uid, listed_at):
-                first = actual[uid][0]
-                key = f"{first.pod_namespace}/{first.pod_name}"
-                self._submit(uid, key, self.worker.kill_pod, key, uid, actual[uid])
+        self._remove_unwanted(desired, actual, listed_at)
         self._forget_gone_pods(desired, actual)
         self.probes.sync(self._running_app_containers(desired, actual))
         self._report_to_sources(desired, actual)
@@ -128,13 +130,29 @@ class Kubelet:
         if self._network_not_ready(pod):
             self._update_status(pod, containers)
             return
-        actions = compute_pod_actions(pod, containers, self.waiting.of(uid), self.probes.failed_liveness,
+        actions = compute_pod_actions(pod, containers, self.waiting.of(uid), self._probe_results(pod, containers),
                                       self.crash_backoff, self.start_backoff)
         self._hold_back(pod, actions.waiting)
         if actions:
             self._submit(uid, cfg.pod_key(pod), self.worker.apply, pod, containers, actions)
         self._update_status(pod, containers)
     # [END sync-pod]
+
+    def _remove_unwanted(self, desired: dict, actual: dict, listed_at: float) -> None:
+        """Stop and remove the pods no source wants any more: gracefully,
+        with their preStop hooks, within the grace period their deletion
+        asked for (kubectl delete --grace-period) or else their spec's."""
+        self.last_known.update(desired)
+        terminating = {}
+        for source in self.sources:
+            terminating.update(source.terminating() if hasattr(source, "terminating") else {})
+        self.last_known.update(terminating)
+        for uid in set(actual) - set(desired):
+            if self._sources_ready() and self._may_sync(uid, listed_at):
+                first = actual[uid][0]
+                key = f"{first.pod_namespace}/{first.pod_name}"
+                pod = self.last_known.get(uid)
+                self._submit(uid, key, self.worker.kill_pod, key, uid, actual[uid], pod, cfg.deletion_grace(pod))
 
     def _network_not_ready(self, pod: dict) -> bool:
         """A pod on the pod network cannot start before the network is set up
@@ -181,13 +199,22 @@ class Kubelet:
                 self.wake()
         self._workers.submit(run)
 
+    def _probe_results(self, pod: dict, containers: list[ContainerInfo]) -> ProbeResults:
+        """What the probes found about this pod's containers, for the decision."""
+        specs = {c["name"]: c for c in pod["spec"]["containers"] + (pod["spec"].get("initContainers") or [])}
+        return ProbeResults(self.probes.failed_liveness, self.probes.failed_startup,
+                            {c.id for c in containers if c.running and c.name in specs
+                             and self.probes.awaits_startup(specs[c.name], c.id)})
+
     def _running_app_containers(self, desired: dict, actual: dict) -> list[tuple[dict, dict, str, str]]:
-        """(pod, container spec, container id, pod IP) for the probes."""
+        """(pod, container spec, container id, pod IP) for the probes: app
+        containers and sidecars, once their postStart hook has returned."""
         running = []
         for uid, pod in desired.items():
-            specs = {c["name"]: c for c in pod["spec"]["containers"]}
+            specs = {c["name"]: c for c in pod["spec"]["containers"]
+                     + [c for c in pod["spec"].get("initContainers") or [] if is_sidecar(c)]}
             for container in actual.get(uid, []):
-                if container.running and container.name in specs:
+                if container.running and container.name in specs and (uid, container.name) not in self.worker.starting:
                     running.append((pod, specs[container.name], container.id, self.pod_ips.get(uid, "")))
         return running
 
@@ -215,8 +242,10 @@ class Kubelet:
             if oldest:
                 self._running_logged.add(uid)   # adopted, not started: no startup time to report
         started = self.first_seen[uid]
+        starting = Starting(hooks=frozenset(name for owner, name in set(self.worker.starting) if owner == uid),
+                            probes=frozenset(self._probe_results(pod, containers).not_started))
         status = pod_status(pod, containers, self.waiting.of(uid), self.probes.ready, self.pod_ips.get(uid, ""),
-                            self.host_ip, started, previous=self.statuses.get(uid))
+                            self.host_ip, started, previous=self.statuses.get(uid), starting=starting)
         self._log_transitions(pod, self.statuses.get(uid), status, containers)
         self.statuses[uid] = status
 
@@ -235,7 +264,8 @@ class Kubelet:
     def _log_transitions(self, pod: dict, before: dict | None, after: dict, containers: list[ContainerInfo]) -> None:
         key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
         old = {s["name"]: s for s in (before or {}).get("containerStatuses", [])}
-        for status in after["containerStatuses"]:
+        old.update({s["name"]: s for s in (before or {}).get("initContainerStatuses", [])})
+        for status in after.get("initContainerStatuses", []) + after["containerStatuses"]:
             state, was = status["state"], old.get(status["name"], {})
             # Report each death once: the terminated container in state or,
             # when it already waits to restart, in lastState.
@@ -245,7 +275,7 @@ class Kubelet:
                 self.log.info("container died", obj=key, container=status["name"],
                               exitCode=dead["exitCode"], reason=dead["reason"])
             reason = state.get("waiting", {}).get("reason")
-            if reason and reason != "ContainerCreating" and reason != was.get("state", {}).get("waiting", {}).get("reason"):
+            if reason and reason not in ("ContainerCreating", "PodInitializing") and reason != was.get("state", {}).get("waiting", {}).get("reason"):
                 self.log.warning("container waiting", obj=key, container=status["name"],
                                  reason=reason, message=state["waiting"].get("message"))
         if before and before["phase"] != after["phase"]:
@@ -262,12 +292,12 @@ class Kubelet:
         so the recorder's count shows how often it happened."""
         uid, meta = pod["metadata"]["uid"], pod["metadata"]
         before = self.waiting.of(uid)
-        images = {c["name"]: c["image"] for c in pod["spec"]["containers"]}
+        images = {c["name"]: c["image"] for c in pod["spec"]["containers"] + (pod["spec"].get("initContainers") or [])}
         for name, reason in waiting.items():
             self.waiting.set(uid, name, reason)
             if name in before and before[name].reason == reason.reason:
                 continue
-            field = f"spec.containers{{{name}}}"
+            field = field_path(pod, name)
             if reason.reason == "CrashLoopBackOff":
                 self.events.event(pod, "Warning", "BackOff", f"Back-off restarting failed container {name} in pod "
                                   f"{meta['name']}_{meta['namespace']}({uid})", field_path=field)
@@ -283,7 +313,7 @@ class Kubelet:
 
     def _forget_gone_pods(self, desired: dict, actual: dict) -> None:
         live = set(desired) | set(actual)
-        for table in (self.statuses, self.first_seen, self.pod_ips):
+        for table in (self.statuses, self.first_seen, self.pod_ips, self.last_known):
             for uid in [u for u in table if u not in live]:
                 del table[uid]
         self.waiting.keep_only(live)

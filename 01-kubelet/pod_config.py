@@ -57,6 +57,14 @@ def grace_period(pod: dict) -> int:
     return int(pod["spec"].get("terminationGracePeriodSeconds", 30))
 
 
+def deletion_grace(pod: dict | None) -> int | None:
+    """The grace period a deletion asked for (kubectl delete --grace-period=N
+    sets deletionGracePeriodSeconds); None when the pod was not deleted
+    through the API. Never below 1 s, as the kubelet's own floor."""
+    seconds = ((pod or {}).get("metadata") or {}).get("deletionGracePeriodSeconds")
+    return None if seconds is None else max(1, int(seconds))
+
+
 # --- hashes: has the spec changed under a running container? -------------
 
 def _digest(value) -> str:

@@ -52,7 +52,7 @@ POD_SPEC = {
     "hostname": Field(HONOURED, "docker_runtime.run_sandbox"),
     "imagePullSecrets": Field(REFUSED, "pulls carry no credentials here; a private image would fail "
                               "for a reason the pod does not show", []),
-    "initContainers": Field(REFUSED, "not built yet", []),
+    "initContainers": Field(HONOURED, "pod_actions.plan_init_containers (sidecars too), pod_status.py"),
     "nodeName": Field(HONOURED, "the API source watches the pods bound to this node"),
     "nodeSelector": Field(IGNORED, SCHEDULER),
     "os": Field(REFUSED, "this node runs Linux containers only", {"name": "linux"}),
@@ -91,7 +91,7 @@ CONTAINER = {
     "envFrom": Field(HONOURED, "api_objects.EnvResolver (ConfigMaps and Secrets from the API server)"),
     "image": Field(HONOURED, "docker_runtime.ensure_image"),
     "imagePullPolicy": Field(HONOURED, "docker_runtime.ensure_image"),
-    "lifecycle": Field(REFUSED, "postStart and preStop hooks are not built yet"),
+    "lifecycle": Field(HONOURED, "lifecycle_hooks.py (postStart, preStop: exec, httpGet, sleep)"),
     "livenessProbe": Field(HONOURED, "probes.py (a failure restarts the container)"),
     "name": Field(HONOURED, "the container's label"),
     "ports": Field(HONOURED, "pod_config.host_port_bindings (hostPort); the rest is information, "
@@ -100,10 +100,10 @@ CONTAINER = {
     "resizePolicy": Field(IGNORED, "for in-place resize (alpha in 1.32): here any change of resources "
                           "restarts the container (its spec hash)"),
     "resources": Field(HONOURED, "pod_config.docker_resources"),
-    "restartPolicy": Field(REFUSED, "sidecar containers (an init container's restartPolicy: Always) "
-                           "are not built yet"),
+    "restartPolicy": Field(HONOURED, "an init container's Always makes it a sidecar (pod_actions.is_sidecar); "
+                           "validation refuses any other use"),
     "securityContext": Field(HONOURED, "security_context.py; its fields below"),
-    "startupProbe": Field(REFUSED, "not built yet: without it a liveness probe would kill a slow starter"),
+    "startupProbe": Field(HONOURED, "probes.py (liveness and readiness wait for it)"),
     "stdin": Field(HONOURED, "docker_runtime.run_container (stdin_open)"),
     "stdinOnce": Field(IGNORED, "matters only to kubectl attach, which this kubelet does not serve"),
     "terminationMessagePath": Field(REFUSED, "no termination message is read; the default path is "
@@ -184,12 +184,9 @@ def refused(pod: dict) -> list[str]:
     spec = pod["spec"]
     found = [f"spec.{name}" for name, entry in POD_SPEC.items()
              if entry.how == REFUSED and _asks(spec.get(name), entry)]
-    for index, container in enumerate(spec.get("containers") or []):
-        for name, entry in CONTAINER.items():
-            value = container.get(name)
-            if entry.how == REFUSED and _asks(value, entry):
-                # lifecycle: name the hook (lifecycle.preStop), not the whole object
-                parts = sorted(k for k in value if value[k]) if name == "lifecycle" else [None]
-                found += [f"spec.containers[{index}].{name}" + (f".{part}" if part else "") for part in parts]
+    for kind in ("initContainers", "containers"):
+        for index, container in enumerate(spec.get(kind) or []):
+            found += [f"spec.{kind}[{index}].{name}" for name, entry in CONTAINER.items()
+                      if entry.how == REFUSED and _asks(container.get(name), entry)]
     return found
 # [END refused-fields]

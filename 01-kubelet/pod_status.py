@@ -52,8 +52,18 @@ def terminated(container: ContainerInfo) -> dict:
     return {"terminated": state}
 
 
+@dataclass
+class Starting:
+    """Running containers that have not "started" in Kubernetes' sense."""
+    hooks: frozenset = frozenset()     # names: their postStart hook still runs, shown as still being created
+    probes: frozenset = frozenset()    # their startupProbe has not succeeded yet: started false, not ready
+    # What a container that has not run yet waits for: ContainerCreating,
+    # or PodInitializing in a pod with init containers (as the kubelet says).
+    reason: str = "ContainerCreating"
+
+
 def container_status(spec: dict, containers: list[ContainerInfo], waiting: Waiting | None,
-                     ready: dict[str, bool]) -> dict:
+                     ready: dict[str, bool], starting: Starting = Starting()) -> dict:
     """One entry of status.containerStatuses."""
     current, previous = latest_two(containers, spec["name"])
     status = {"name": spec["name"], "image": spec["image"], "imageID": "",
@@ -62,15 +72,15 @@ def container_status(spec: dict, containers: list[ContainerInfo], waiting: Waiti
     if current is not None:
         status["containerID"] = f"docker://{current.id}"
         status["imageID"] = f"docker://{current.image_id}"
-    if current is not None and current.running:
+    if current is not None and current.running and spec["name"] not in starting.hooks:
         status["state"] = {"running": {"startedAt": rfc3339(current.started_at)}}
-        status["started"] = True
-        # Without a readiness probe a running container is ready.
-        status["ready"] = ready.get(current.id, "readinessProbe" not in spec)
+        status["started"] = current.id not in starting.probes
+        # Without a readiness probe a started container is ready.
+        status["ready"] = status["started"] and ready.get(current.id, "readinessProbe" not in spec)
         if previous is not None and not previous.never_started:
             status["lastState"] = terminated(previous)
-    elif waiting is not None or current is None or current.never_started:
-        reason = waiting.reason if waiting else "ContainerCreating"
+    elif waiting is not None or current is None or current.never_started or current.running:
+        reason = waiting.reason if waiting else starting.reason
         status["state"] = {"waiting": {"reason": reason, **({"message": waiting.message} if waiting else {})}}
         if current is not None and not current.never_started:
             status["lastState"] = terminated(current)
@@ -78,6 +88,16 @@ def container_status(spec: dict, containers: list[ContainerInfo], waiting: Waiti
         status["state"] = terminated(current)
         if previous is not None and not previous.never_started:
             status["lastState"] = terminated(previous)
+    return status
+
+
+def init_container_status(spec: dict, containers: list[ContainerInfo], waiting: Waiting | None,
+                          ready: dict[str, bool], starting: Starting) -> dict:
+    """One entry of status.initContainerStatuses: a container status, but a
+    regular init container that succeeded is ready (its job is done)."""
+    status = container_status(spec, containers, waiting, ready, starting)
+    if spec.get("restartPolicy") != "Always":
+        status["ready"] = status["state"].get("terminated", {}).get("exitCode", 1) == 0
     return status
 
 
@@ -111,12 +131,52 @@ def pod_phase(spec: dict, statuses: list[dict]) -> str:
 # [END pod-phase]
 
 
+def init_phase(spec: dict, init_statuses: list[dict]) -> str | None:
+    """What the init containers say of the phase (getPhase): Failed when
+    one failed under restartPolicy Never, Pending while one has yet to
+    succeed (a sidecar: to start); None once they have had their say."""
+    failed = pending = False
+    for container, status in zip(spec.get("initContainers") or [], init_statuses):
+        state, last = status["state"], status["lastState"]
+        if container.get("restartPolicy") == "Always":      # a sidecar: it need only have started
+            pending |= ("running" in state and not status["started"]) or \
+                ("waiting" in state and "terminated" not in last)
+        elif "terminated" in state:
+            failed |= state["terminated"]["exitCode"] != 0
+        elif "waiting" in state and "terminated" in last:
+            failed |= last["terminated"]["exitCode"] != 0
+        else:
+            pending = True
+    if failed and spec.get("restartPolicy", "Always") == "Never":
+        return "Failed"
+    return "Pending" if pending else None
+
+
+def initialized_condition(spec: dict, phase: str, init_statuses: list[dict], statuses: list[dict]) -> tuple:
+    """(status, reason, message) of the Initialized condition."""
+    incomplete = []
+    for container, status in zip(spec.get("initContainers") or [], init_statuses):
+        if container.get("restartPolicy") == "Always":
+            done = status["started"]
+        else:
+            done = status["state"].get("terminated", {}).get("exitCode", 1) == 0
+        if not done:
+            incomplete.append(container["name"])
+    if phase == "Succeeded":
+        return ("True", "PodCompleted", None)
+    # An app container that has run means the pod was initialized (its
+    # sidecars may be restarting since).
+    if not incomplete or any("running" in s["state"] or "terminated" in s["state"] for s in statuses):
+        return ("True", None, None)
+    return ("False", "ContainersNotInitialized", f"containers with incomplete status: [{' '.join(incomplete)}]")
+
+
 def qos_class(spec: dict) -> str:
     """Guaranteed: every container limits cpu and memory with requests equal
     to limits. BestEffort: nobody asks for anything. Else Burstable."""
     requests_seen = limits_seen = False
     guaranteed = True
-    for container in spec["containers"]:
+    for container in spec["containers"] + (spec.get("initContainers") or []):   # GetPodQOS counts both
         resources = container.get("resources") or {}
         limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
         requests_seen |= bool(requests)
@@ -131,9 +191,11 @@ def qos_class(spec: dict) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def conditions(phase: str, statuses: list[dict], previous: list[dict], now: float) -> list[dict]:
+def conditions(phase: str, statuses: list[dict], previous: list[dict], now: float,
+               initialized: tuple = ("True", None, None)) -> list[dict]:
     """PodScheduled, Initialized, ContainersReady, Ready; a condition's
-    lastTransitionTime moves only when its status flips."""
+    lastTransitionTime moves only when its status flips. statuses: the app
+    containers' and the sidecars' (both count for readiness)."""
     unready = [s["name"] for s in statuses if not s["ready"]]
     if phase in ("Succeeded", "Failed"):
         ready = ("False", "PodCompleted", None)
@@ -141,7 +203,7 @@ def conditions(phase: str, statuses: list[dict], previous: list[dict], now: floa
         ready = ("False", "ContainersNotReady", f"containers with unready status: [{' '.join(unready)}]")
     else:
         ready = ("True", None, None)
-    wanted = [("PodScheduled", ("True", None, None)), ("Initialized", ("True", None, None)),
+    wanted = [("PodScheduled", ("True", None, None)), ("Initialized", initialized),
               ("ContainersReady", ready), ("Ready", ready)]
     before = {c["type"]: c for c in previous}
     result = []
@@ -159,19 +221,29 @@ def conditions(phase: str, statuses: list[dict], previous: list[dict], now: floa
 
 def pod_status(pod: dict, containers: list[ContainerInfo], waiting: dict[str, Waiting],
                ready: dict[str, bool], pod_ip: str, host_ip: str, start_time: float,
-               previous: dict | None = None, now: float | None = None) -> dict:
+               previous: dict | None = None, now: float | None = None, starting: Starting | None = None) -> dict:
     now = time.time() if now is None else now
     spec = pod["spec"]
-    statuses = [container_status(c, containers, waiting.get(c["name"]), ready) for c in spec["containers"]]
-    phase = pod_phase(spec, statuses)
+    inits = spec.get("initContainers") or []
+    starting = starting or Starting()
+    if inits:
+        starting = Starting(starting.hooks, starting.probes, "PodInitializing")
+    statuses = [container_status(c, containers, waiting.get(c["name"]), ready, starting) for c in spec["containers"]]
+    init_statuses = [init_container_status(c, containers, waiting.get(c["name"]), ready, starting) for c in inits]
+    # Running sidecars count as the pod's containers: for the phase, and for readiness.
+    sidecars = [s for c, s in zip(inits, init_statuses) if c.get("restartPolicy") == "Always"]
+    phase = init_phase(spec, init_statuses) or pod_phase(spec, statuses + [s for s in sidecars if "running" in s["state"]])
+    initialized = initialized_condition(spec, phase, init_statuses, statuses)
     status = {
         "phase": phase,
-        "conditions": conditions(phase, statuses, (previous or {}).get("conditions", []), now),
+        "conditions": conditions(phase, sidecars + statuses, (previous or {}).get("conditions", []), now, initialized),
         "hostIP": host_ip,
         "startTime": rfc3339(start_time),
         "containerStatuses": statuses,
         "qosClass": qos_class(spec),
     }
+    if inits:
+        status["initContainerStatuses"] = init_statuses
     if pod_ip:
         status["podIP"] = pod_ip
         status["podIPs"] = [{"ip": pod_ip}]

@@ -22,6 +22,7 @@ from common.backoff import Backoff
 from common.events import EventRecorder
 from common.log import EventLogger
 from docker_runtime import ContainerInfo, DockerRuntime, ImagePullError, StartError
+from lifecycle_hooks import field_path, run_hook, stop_container, termination_order
 from pod_actions import PodActions, Start
 from pod_status import Waiting
 
@@ -68,10 +69,14 @@ class PodWorker:
         self.env_api = None
         self.volumes = None
         self.allocatable: dict = {}      # the node's, for resourceFieldRef limits a container leaves unset
+        # (pod uid, container name) being started with a postStart hook, until
+        # the hook returns: not yet started, as far as the status goes (marked
+        # before Docker starts it, so no status can show it running early).
+        self.starting: set[tuple[str, str]] = set()
 
     def apply(self, pod: dict, containers: list[ContainerInfo], actions: PodActions) -> None:
         key = cfg.pod_key(pod)
-        self.stop_all(actions.kill, key, pod)
+        self.stop_all(actions.kill, key, pod, overrides=actions.kill_grace)
         for container in actions.remove:
             self.runtime.remove(container.id)
         if actions.stop_sandbox:
@@ -113,9 +118,21 @@ class PodWorker:
         return sandbox_id, self.host_ip if host_network else self.runtime.inspect(sandbox_id).ip
 
     def start_container(self, pod: dict, start: Start, sandbox_id: str, pod_ip: str) -> None:
+        """Pull, create and start one container, then run its postStart hook."""
+        # Marked before Docker starts it, so that no status shows it running
+        # (started) before its postStart hook has returned.
+        marker = (pod["metadata"]["uid"], start.container["name"])
+        if (start.container.get("lifecycle") or {}).get("postStart"):
+            self.starting.add(marker)
+        try:
+            self._start_container(pod, start, sandbox_id, pod_ip)
+        finally:
+            self.starting.discard(marker)
+
+    def _start_container(self, pod: dict, start: Start, sandbox_id: str, pod_ip: str) -> None:
         key, uid, name = cfg.pod_key(pod), pod["metadata"]["uid"], start.container["name"]
         container = start.container
-        field = f"spec.containers{{{name}}}"       # what the events point at
+        field = field_path(pod, name)               # what the events point at
 
         def event(type_: str, reason: str, message: str) -> None:
             self.events.event(pod, type_, reason, message, field_path=field)
@@ -162,7 +179,28 @@ class PodWorker:
                       restartCount=start.restart_count or None)
         event("Normal", "Created", f"Created container {name}")
         event("Normal", "Started", f"Started container {name}")
+        post_start = (container.get("lifecycle") or {}).get("postStart")
+        if post_start:
+            self.run_post_start(pod, container, post_start, container_id, pod_ip, event)
         return None
+
+    # [START post-start]
+    def run_post_start(self, pod: dict, container: dict, hook: dict, container_id: str, pod_ip: str,
+                       event) -> None:
+        """The container counts as started only once its postStart hook has
+        returned; a hook that fails kills it, and the restartPolicy decides
+        what next (as for any container that died)."""
+        key, name = cfg.pod_key(pod), container["name"]
+        error = run_hook(hook, pod, container, container_id, pod_ip, self.runtime)
+        if error is None:
+            return
+        self.log.warning("PostStart hook failed", obj=key, container=name, error=error)
+        # The Event leaves the hook's output out: it may hold a secret.
+        event("Warning", "FailedPostStartHook", "PostStartHook failed")
+        event("Normal", "Killing", "FailedPostStartHook")
+        stopping = self.runtime.inspect(container_id)
+        stop_container(self.runtime, self.events, self.log, pod, container, stopping, stopping.grace_period)
+    # [END post-start]
 
     def _pull(self, container: dict, event) -> None:
         """Make sure the image is here, telling Pulling/Pulled as the kubelet does."""
@@ -191,13 +229,17 @@ class PodWorker:
         self.waiting.set(uid, name, Waiting(reason, message, time.time(), spec_hash))
         self.log.warning(event, obj=key, container=name, reason=reason, error=message, retry_in=f"{delay:g}s")
 
-    def kill_pod(self, key: str, uid: str, containers: list[ContainerInfo]) -> None:
-        """The pod is no longer wanted: stop its app containers gracefully,
-        then the pause container, then remove them all and its volumes."""
+    def kill_pod(self, key: str, uid: str, containers: list[ContainerInfo], pod: dict | None = None,
+                 grace: int | None = None) -> None:
+        """The pod is no longer wanted: stop its containers gracefully (preStop
+        hooks first, sidecars last), then the pause container, then remove
+        them all and its volumes. pod: its last known spec, for the hooks
+        (None after a kubelet restart: then no hooks, all stop at once);
+        grace: the deletion's grace period, if it set one."""
         apps = [c for c in containers if c.name != cfg.SANDBOX_NAME and c.running]
         namespace, name = key.split("/", 1)
-        ref = {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": name, "uid": uid}
-        self.stop_all([(c, "the pod was deleted") for c in apps], key, ref)
+        ref = pod or {"kind": "Pod", "apiVersion": "v1", "metadata": {"namespace": namespace, "name": name, "uid": uid}}
+        self.stop_all([(c, "the pod was deleted") for c in apps], key, ref, grace)
         for sandbox in (c for c in containers if c.name == cfg.SANDBOX_NAME and c.running):
             self.runtime.stop(sandbox.id, sandbox.grace_period)
         for container in containers:
@@ -213,18 +255,42 @@ class PodWorker:
         for uid in self.volumes.remove(unwanted) if self.volumes else []:
             self.log.info("configMap/secret volumes removed", obj=uid)
 
-    def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str, pod: dict) -> None:
-        """Stop containers in parallel, so a pod takes one grace period to stop.
-        pod: the pod or a reference to it, for the Killing events."""
+    # [START stop-all]
+    def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str, pod: dict, grace: int | None = None,
+                 overrides: dict[str, int] | None = None) -> None:
+        """Stop containers in parallel, so a pod takes one grace period to
+        stop; sidecars wait for the app containers (lifecycle_hooks.py).
+        pod: the pod, or a bare reference when its spec is unknown.
+        grace: overrides each container's own (a deletion's); overrides:
+        by container id (a failed probe's own grace period)."""
+        specs = {c["name"]: c for c in pod.get("spec", {}).get("containers", [])
+                 + (pod.get("spec", {}).get("initContainers") or [])}
+        order = termination_order(pod, [c.name for c, _ in kills])
+        stopped = {c.name: threading.Event() for c, _ in kills}
         threads = []
         for container, why in kills:
-            self.log.info("stopping container", obj=key, container=container.name,
-                          reason=why, grace=f"{container.grace_period}s")
-            message = (f"Container {container.name} failed liveness probe, will be restarted"
-                       if why.startswith("Liveness") else f"Stopping container {container.name}")
-            self.events.event(pod, "Normal", "Killing", message, field_path=f"spec.containers{{{container.name}}}")
-            thread = threading.Thread(target=self.runtime.stop, args=(container.id, container.grace_period))
+            seconds = (overrides or {}).get(container.id, container.grace_period if grace is None else grace)
+            self.log.info("stopping container", obj=key, container=container.name, reason=why, grace=f"{seconds}s")
+            self.events.event(pod, "Normal", "Killing", killing_message(container.name, why),
+                              field_path=field_path(pod, container.name))
+
+            def stop(container=container, seconds=seconds):
+                try:
+                    stop_container(self.runtime, self.events, self.log, pod, specs.get(container.name), container,
+                                   seconds, [stopped[name] for name in order.get(container.name, [])])
+                finally:
+                    stopped[container.name].set()
+            thread = threading.Thread(target=stop, name=f"stop-{key}-{container.name}")
             thread.start()
             threads.append(thread)
         for thread in threads:
             thread.join()
+    # [END stop-all]
+
+
+def killing_message(name: str, why: str) -> str:
+    """The Killing event's text, as the kubelet words it."""
+    for kind in ("Liveness", "Startup"):
+        if why.startswith(f"{kind} probe failed"):
+            return f"Container {name} failed {kind.lower()} probe, will be restarted"
+    return f"Stopping container {name}"

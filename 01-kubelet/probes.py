@@ -1,10 +1,15 @@
-"""Liveness and readiness probes.
+"""Startup, liveness and readiness probes.
 
 One worker thread per probe of a running container, as the kubelet runs one
 goroutine per probe. A worker waits initialDelaySeconds, then probes every
 periodSeconds; after failureThreshold failures in a row a liveness probe
 asks the kubelet to restart the container, and a readiness probe marks it
 not ready (successThreshold successes make it ready again).
+
+A startupProbe comes first: until it succeeds the container is not
+"started", and its liveness and readiness probes do not run at all (so a
+slow starter is not killed by a liveness probe meant for a warm one). Its
+first success ends it; failureThreshold failures restart the container.
 """
 from __future__ import annotations
 
@@ -104,6 +109,9 @@ class ProbeWorker(threading.Thread):
                     self.manager.set_ready(self.container_id, True)
                 elif not ok and failures >= failure_threshold:
                     self.manager.set_ready(self.container_id, False)
+            elif self.kind == "startup" and (ok or failures >= failure_threshold):
+                self.manager.startup_done(self.container_id, self.pod_key, self.container["name"], ok, message)
+                return  # started, or restarted: either way this probe's work is over
             elif failures >= failure_threshold:
                 self.manager.liveness_failed(self.container_id, self.pod_key, self.container["name"], message)
                 return  # the container is restarted; its successor gets a new worker
@@ -125,13 +133,17 @@ class ProbeManager:
         # looks single entries up, which is safe without it.
         self.ready: dict[str, bool] = {}         # container id -> readiness
         self.failed_liveness: dict[str, str] = {}  # container id -> why
+        self.failed_startup: dict[str, str] = {}   # container id -> why
+        self.started: set[str] = set()             # container ids whose startupProbe succeeded
 
     def sync(self, running: list[tuple[str, dict, str, str]]) -> None:
         """running: (pod, container spec, container id, pod ip) of every
         running app container. Start missing workers, stop stale ones."""
         wanted = set()
         for pod, container, container_id, pod_ip in running:
-            for kind in ("liveness", "readiness"):
+            # Until its startup probe has succeeded, that is the only one.
+            kinds = ["startup"] if self.awaits_startup(container, container_id) else ["liveness", "readiness"]
+            for kind in kinds:
                 probe = container.get(f"{kind}Probe")
                 if not probe:
                     continue
@@ -145,10 +157,27 @@ class ProbeManager:
         with self._lock:
             for key in [k for k in self._workers if k not in wanted]:
                 self._workers.pop(key).stopped.set()
-            live_ids = {container_id for container_id, _ in wanted}
-            for table in (self.ready, self.failed_liveness):
+            live_ids = {container_id for _, _, container_id, _ in running}
+            for table in (self.ready, self.failed_liveness, self.failed_startup):
                 for container_id in [c for c in table if c not in live_ids]:
                     del table[container_id]
+            self.started &= live_ids
+
+    def awaits_startup(self, container: dict, container_id: str) -> bool:
+        """Has this container a startupProbe that has not yet succeeded?"""
+        return bool(container.get("startupProbe")) and container_id not in self.started
+
+    def startup_done(self, container_id: str, pod_key: str, name: str, ok: bool, message: str) -> None:
+        if ok:
+            self.log.info("Startup probe succeeded", obj=pod_key, container=name)
+        else:
+            self.log.warning("Startup probe failed, container will be restarted", obj=pod_key, container=name)
+        with self._lock:
+            if ok:
+                self.started.add(container_id)
+            else:
+                self.failed_startup[container_id] = message
+        self._on_change()
 
     def set_ready(self, container_id: str, ready: bool) -> None:
         with self._lock:

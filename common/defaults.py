@@ -389,7 +389,8 @@ def _default_binding(binding: dict) -> None:
     ref = binding.get("roleRef")
     if isinstance(ref, dict) and not ref.get("apiGroup"):
         ref["apiGroup"] = "rbac.authorization.k8s.io"
-    for subject in binding.get("subjects") or ():
+    subjects = binding.get("subjects")
+    for subject in subjects if isinstance(subjects, list) else ():     # validation reports a non-list
         if isinstance(subject, dict) and not subject.get("apiGroup") and subject.get("kind") in ("User", "Group"):
             subject["apiGroup"] = "rbac.authorization.k8s.io"
 

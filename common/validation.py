@@ -398,6 +398,9 @@ def validate_pod_spec(spec, path: str = "spec") -> list[FieldError]:
     for field in ("containers", "initContainers"):
         for _, item_path, ctr in _items(errs, spec.get(field), child(path, field), "containers"):
             _validate_container(errs, ctr, item_path, names, volumes, bool(host_network))
+            _validate_container_restart_policy(errs, ctr, item_path, init=field == "initContainers")
+            _validate_lifecycle(errs, ctr.get("lifecycle"), child(item_path, "lifecycle"),
+                                _as_int(spec.get("terminationGracePeriodSeconds")))
 
     _check_enum(errs, spec.get("restartPolicy"), child(path, "restartPolicy"), RESTART_POLICIES)
     _check_enum(errs, spec.get("dnsPolicy"), child(path, "dnsPolicy"), DNS_POLICIES)
@@ -651,6 +654,59 @@ def _validate_container(errs, ctr: dict, path: str, names: set[str],
         if ctr.get(probe) is not None:
             _validate_probe(errs, ctr[probe], child(path, probe), port_names,
                             success_must_be_one=probe != "readinessProbe")
+
+
+def _validate_container_restart_policy(errs, ctr: dict, path: str, init: bool) -> None:
+    """Only an init container may set restartPolicy, and only to Always (a
+    sidecar, kept running beside the app). A regular init container runs
+    once to completion: probes and hooks, which watch a running container,
+    are forbidden on it, rather than silently never run."""
+    policy = ctr.get("restartPolicy")
+    if not init:
+        if policy is not None:
+            errs.append(forbidden(child(path, "restartPolicy"), "may not be set for non-init containers"))
+        return
+    if policy is not None and policy != "Always":
+        errs.append(not_supported(child(path, "restartPolicy"), policy, ("Always",)))
+    if policy != "Always":
+        for field in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe"):
+            if ctr.get(field) is not None:
+                errs.append(forbidden(child(path, field),
+                                      "may not be set for init containers without restartPolicy=Always"))
+
+
+LIFECYCLE_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
+
+
+def _validate_lifecycle(errs, lifecycle, path: str, grace: int | None) -> None:
+    """postStart and preStop: one handler each, as for a probe; a sleep
+    must fit in the grace period (validateSleepAction). tcpSocket passes,
+    as in Kubernetes, and fails when the kubelet runs it."""
+    lifecycle = _get_dict(errs, lifecycle, path)
+    for hook in ("postStart", "preStop"):
+        handler_set = _get_dict(errs, (lifecycle or {}).get(hook), child(path, hook))
+        if handler_set is None:
+            continue
+        hook_path = child(path, hook)
+        handlers = [h for h in LIFECYCLE_HANDLERS if handler_set.get(h) is not None]
+        if not handlers:
+            errs.append(required(hook_path, "must specify a handler type"))
+        for extra in handlers[1:]:
+            errs.append(forbidden(child(hook_path, extra), "may not specify more than 1 handler type"))
+        if not handlers:
+            continue
+        handler_path = child(hook_path, handlers[0])
+        handler = _get_dict(errs, handler_set[handlers[0]], handler_path)
+        if handler is None:
+            continue
+        if handlers[0] != "sleep":
+            _PROBE_HANDLER_CHECKS[handlers[0]](errs, handler, handler_path, None)
+            continue
+        seconds = _as_int(handler.get("seconds"))
+        grace = 30 if grace is None else grace
+        if seconds is None or not 0 < seconds <= grace:
+            errs.append(invalid(handler_path, handler.get("seconds"),
+                                f"must be greater than 0 and less than terminationGracePeriodSeconds ({grace})"))
 
 
 def _validate_ports(errs, ports, path: str, host_network: bool) -> set[str] | None:

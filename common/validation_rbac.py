@@ -130,11 +130,16 @@ def validate_subject(subject: dict, namespaced: bool, path: str) -> list[FieldEr
     return errs
 
 
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def validate_binding_update(new: dict, old: dict) -> list[FieldError]:
     ref = new.get("roleRef")
     if isinstance(ref, dict) and ref != old.get("roleRef"):
         # Go prints the struct: rbac.RoleRef{APIGroup:"...", Kind:"Role", Name:"x"}
-        shown = ", ".join(f'{go}:"{ref.get(json, "")}"' for go, json in
+        # (a field that is not a string has its own error already; shown as "")
+        shown = ", ".join(f'{go}:"{_text(ref.get(json))}"' for go, json in
                           (("APIGroup", "apiGroup"), ("Kind", "kind"), ("Name", "name")))
         return [invalid("roleRef", GoValue("rbac.RoleRef{" + shown + "}"), "cannot change roleRef")]
     return []

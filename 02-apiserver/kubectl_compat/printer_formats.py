@@ -5,16 +5,16 @@ decides how each is written, following Kubernetes' own conventions so that
 our output reads like a real cluster's: ages such as "5m3s" or "2d3h",
 label maps as "app=web,tier=db", "<none>" for an empty list.
 
-It also holds the small readers the printers use to take fields out of an
-object that may be half-filled or garbled. The store keeps whatever a client
-sent and the schema allowed, and a table must print even for an object a
-buggy controller mangled: one bad pod must never turn `kubectl get pods`
-into an error.
+The printers take fields out of objects with the small readers of
+common/lenient.py (re-exported here), which never raise: the store keeps
+whatever a client sent and the schema allowed, and one bad pod must never
+turn `kubectl get pods` into an error.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
+from common.lenient import as_dict, as_int, as_list, as_str, dicts, dig, parse_time  # noqa: F401 (the printers' readers)
 from common.selectors import SelectorError, selector_from_label_selector
 
 NONE = "<none>"
@@ -64,19 +64,6 @@ def _two_units(big: int, big_unit: str, small: int, small_unit: str) -> str:
 # [END human-duration]
 
 
-def parse_time(value) -> datetime | None:
-    """An RFC 3339 timestamp ("2026-11-22T05:30:00Z", maybe with fractions), or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    # A timestamp without a zone is not RFC 3339; read it as UTC rather than
-    # as this machine's local time, which would shift ages by hours.
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
-
-
 def since(value, now: datetime) -> str:
     """Time from a timestamp to now ("5m"), or "<unknown>" if there is none."""
     moment = parse_time(value)
@@ -116,39 +103,3 @@ def format_label_selector(selector, empty: str = NONE, invalid: str = "<error>")
 def join_host_port(host: str, port) -> str:
     """ "10.0.0.1:80", with brackets for an IPv6 address: "[fd00::1]:80"."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-# Readers that never raise: each returns the field if it has the expected
-# type and an empty value of that type otherwise.
-
-def as_dict(value) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def as_list(value) -> list:
-    return value if isinstance(value, list) else []
-
-
-def as_str(value) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def as_int(value, default: int = 0) -> int:
-    # bool is an int in Python; "true" replicas is garbage, not 1.
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    return default
-
-
-def dig(obj, *path):
-    """obj["a"]["b"]..., or None as soon as a step is missing or not a map."""
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def dicts(value) -> list[dict]:
-    """The maps in a list, skipping entries that are not maps."""
-    return [item for item in as_list(value) if isinstance(item, dict)]

@@ -242,6 +242,25 @@ KUBERNETES_WORDING = [
      ['spec.containers[1].name: Duplicate value: "app"']),
     ("init-container-name-clash", {"spec.initContainers[0].name": "app"},
      ['spec.initContainers[0].name: Duplicate value: "app"']),
+    # --- K8S validateInitContainers / validateContainerRestartPolicy (sidecars)
+    ("init-restart-policy", {"spec.initContainers[0].restartPolicy": "OnFailure"},
+     ['spec.initContainers[0].restartPolicy: Unsupported value: "OnFailure": supported values: "Always"']),
+    ("app-restart-policy", {f"{C0}.restartPolicy": "Always"},
+     [f"{C0}.restartPolicy: Forbidden: may not be set for non-init containers"]),
+    ("init-probe", {"spec.initContainers[0].startupProbe": {"exec": {"command": ["true"]}}},
+     ["spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers without "
+      "restartPolicy=Always"]),
+    ("init-hook", {"spec.initContainers[0].lifecycle": {"preStop": {"exec": {"command": ["true"]}}}},
+     ["spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers without "
+      "restartPolicy=Always"]),
+    # --- K8S validateLifecycle / validateHandler / validateSleepAction
+    ("hook-no-handler", {f"{C0}.lifecycle": {"postStart": {}}},
+     [f"{C0}.lifecycle.postStart: Required value: must specify a handler type"]),
+    ("hook-two-handlers", {f"{C0}.lifecycle": {"preStop": {"exec": {"command": ["true"]}, "sleep": {"seconds": 1}}}},
+     [f"{C0}.lifecycle.preStop.sleep: Forbidden: may not specify more than 1 handler type"]),
+    ("hook-sleep-zero", {f"{C0}.lifecycle": {"preStop": {"sleep": {"seconds": 0}}}},
+     [f"{C0}.lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 and less than "
+      "terminationGracePeriodSeconds (30)"]),
     ("image-missing", {f"{C0}.image": DELETE}, [f"{C0}.image: Required value"]),
     ("image-empty", {f"{C0}.image": ""}, [f"{C0}.image: Required value"]),
     ("image-spaces", {f"{C0}.image": " nginx"},

@@ -115,6 +115,26 @@ def valid(kind):
                   "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 40,
                            "acquireTime": "2026-11-22T08:30:00.000000Z",
                            "renewTime": "2026-11-22T08:36:33.123456Z", "leaseTransitions": 0}},
+        "Role": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                 "metadata": {"name": "pod-reader", "namespace": "team-a"},
+                 "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
+                           {"apiGroups": ["apps"], "resources": ["deployments"], "resourceNames": ["web"],
+                            "verbs": ["get", "patch"]}]},
+        "ClusterRole": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                        "metadata": {"name": "system:node-reader"},
+                        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                                  {"nonResourceURLs": ["/healthz", "/metrics*"], "verbs": ["get"]}]},
+        "RoleBinding": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                        "metadata": {"name": "read-pods", "namespace": "team-a"},
+                        "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
+                                     {"kind": "ServiceAccount", "name": "robot", "namespace": "team-a"}],
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"}},
+        "ClusterRoleBinding": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                               "metadata": {"name": "system:node-readers"},
+                               "subjects": [{"kind": "Group", "name": "system:nodes",
+                                             "apiGroup": "rbac.authorization.k8s.io"}],
+                               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                           "name": "system:node-reader"}},
     }
     return objects[kind]
 
@@ -592,7 +612,7 @@ def test_no_new_finalizers_while_deleting(changes, expected):
 def _with_identity(obj):
     obj = copy.deepcopy(obj)
     obj["metadata"].update(namespace="a", uid="u1", creationTimestamp="2024-01-01T00:00:00Z")
-    if obj["kind"] in ("Node", "Namespace"):
+    if obj["kind"] in ("Node", "Namespace", "ClusterRole", "ClusterRoleBinding"):     # cluster-scoped
         del obj["metadata"]["namespace"]
     return obj
 

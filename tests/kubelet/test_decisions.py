@@ -13,7 +13,7 @@ import pytest
 import pod_config as cfg
 from common.backoff import Backoff
 from docker_runtime import ContainerInfo
-from pod_actions import compute_pod_actions
+from pod_actions import ProbeResults, compute_pod_actions
 from pod_status import Waiting, pod_phase, qos_class
 
 NOW = 1_000_000.0
@@ -29,9 +29,9 @@ def info(pod, name, state="running", exit_code=0, restart_count=0, sandbox="sb",
          hash_=None, id_=None):
     if name == cfg.SANDBOX_NAME:
         hash_ = hash_ or cfg.sandbox_hash(pod)
-    else:
+    elif hash_ is None:
         spec = next(c for c in pod["spec"]["containers"] if c["name"] == name)
-        hash_ = hash_ or cfg.container_hash(pod, spec)
+        hash_ = cfg.container_hash(pod, spec)
     return ContainerInfo(id=id_ or (sandbox if name == cfg.SANDBOX_NAME else f"{name}-{restart_count}"),
                          name=name, pod_uid="u1", pod_namespace="default", pod_name="p", hash=hash_,
                          restart_count=restart_count, sandbox_id=sandbox, grace_period=30, state=state,
@@ -41,7 +41,7 @@ def info(pod, name, state="running", exit_code=0, restart_count=0, sandbox="sb",
 
 
 def plan(pod, containers, crash=None, failed_liveness=None):
-    return compute_pod_actions(pod, containers, {}, failed_liveness or {},
+    return compute_pod_actions(pod, containers, {}, ProbeResults(failed_liveness=failed_liveness or {}),
                                crash or Backoff(10, 300, clock=lambda: NOW), Backoff(10, 300, clock=lambda: NOW), NOW)
 
 
@@ -100,11 +100,11 @@ def test_crash_loop_back_off_waits_then_restarts():
     backoff = Backoff(10, 300, clock=lambda: clock[0])
     backoff.next(cfg.backoff_key(POD, POD["spec"]["containers"][0]))   # it crashed once before
     dead = info(POD, "app", "exited", 1, finished=NOW - 3)
-    actions = compute_pod_actions(POD, [SB, dead], {}, {}, backoff, Backoff(10, 300), NOW)
+    actions = compute_pod_actions(POD, [SB, dead], {}, ProbeResults(), backoff, Backoff(10, 300), NOW)
     assert summary(actions) == nothing(waiting={"app": "CrashLoopBackOff"})
     assert "back-off 10s restarting failed container=app pod=p_default(u1)" == actions.waiting["app"].message
     clock[0] = NOW + 8                               # 11 s after it died
-    actions = compute_pod_actions(POD, [SB, dead], {}, {}, backoff, Backoff(10, 300), NOW + 8)
+    actions = compute_pod_actions(POD, [SB, dead], {}, ProbeResults(), backoff, Backoff(10, 300), NOW + 8)
     assert summary(actions) == nothing(start=[("app", 1)])
 
 
@@ -134,11 +134,11 @@ def test_a_failed_sandbox_is_retried_with_back_off():
     key = ("u1", cfg.SANDBOX_NAME, cfg.sandbox_hash(POD))
     backoff.next(key)
     failed = {cfg.SANDBOX_NAME: Waiting("FailedCreatePodSandBox", "port is already allocated", NOW - 1, key[2])}
-    actions = compute_pod_actions(POD, [], failed, {}, Backoff(10, 300), backoff, NOW)
+    actions = compute_pod_actions(POD, [], failed, ProbeResults(), Backoff(10, 300), backoff, NOW)
     assert summary(actions) == nothing(waiting={"app": "ContainerCreating"})
     assert actions.waiting["app"].message == "port is already allocated"
     clock[0] = NOW + 11                              # the back-off has run out: try again
-    later = compute_pod_actions(POD, [], failed, {}, Backoff(10, 300), backoff, NOW + 11)
+    later = compute_pod_actions(POD, [], failed, ProbeResults(), Backoff(10, 300), backoff, NOW + 11)
     assert summary(later) == nothing(sandbox=True, start=[("app", 0)])
 
 
@@ -146,11 +146,11 @@ def test_a_fixed_image_is_not_held_back_by_the_old_images_back_off():
     backoff = Backoff(10, 300, clock=lambda: NOW)
     old = {"app": Waiting("ErrImagePull", "no such image", NOW - 1, "hash-of-the-old-spec")}
     backoff.next(("u1", "app", "hash-of-the-old-spec"))
-    actions = compute_pod_actions(POD, [SB], old, {}, Backoff(10, 300), backoff, NOW)
+    actions = compute_pod_actions(POD, [SB], old, ProbeResults(), Backoff(10, 300), backoff, NOW)
     assert summary(actions) == nothing(start=[("app", 0)])
     same = {"app": Waiting("ErrImagePull", "no such image", NOW - 1, cfg.backoff_key(POD, POD["spec"]["containers"][0])[2])}
     backoff.next(cfg.backoff_key(POD, POD["spec"]["containers"][0]))
-    assert summary(compute_pod_actions(POD, [SB], same, {}, Backoff(10, 300), backoff, NOW)) == nothing(
+    assert summary(compute_pod_actions(POD, [SB], same, ProbeResults(), Backoff(10, 300), backoff, NOW)) == nothing(
         waiting={"app": "ImagePullBackOff"})
 
 
@@ -235,3 +235,83 @@ def test_hash_changes_with_the_container_and_its_volume_only():
     pod["spec"]["volumes"][0]["emptyDir"] = {"medium": "Memory"}
     assert cfg.container_hash(pod, pod["spec"]["containers"][0]) != a
     assert cfg.container_hash(pod, pod["spec"]["containers"][1]) == b
+
+
+# --- init containers and sidecars (computeInitContainerActions) -------------------
+
+def init_pod(policy="Always", sidecar=False):
+    pod = make_pod(policy)
+    inits = [{"name": "first", "image": "busybox:1.35"}, {"name": "second", "image": "busybox:1.35"}]
+    if sidecar:
+        inits[0]["restartPolicy"] = "Always"
+    pod["spec"]["initContainers"] = inits
+    return pod
+
+
+def init_info(pod, name, state="exited", exit_code=0, restart_count=0, sandbox="sb"):
+    spec = next(c for c in pod["spec"]["initContainers"] if c["name"] == name)
+    return info(pod, name, state, exit_code, restart_count, sandbox, hash_=cfg.container_hash(pod, spec))
+
+
+INIT, INIT_NEVER, WITH_SIDECAR = init_pod(), init_pod("Never"), init_pod(sidecar=True)
+ISB = info(INIT, cfg.SANDBOX_NAME)
+
+
+@pytest.mark.parametrize("pod, containers, expected", [
+    pytest.param(INIT, [], nothing(sandbox=True, start=[("first", 0)]), id="new pod: sandbox, first init only"),
+    pytest.param(INIT, [ISB, init_info(INIT, "first", "running")], nothing(), id="first init running: wait"),
+    pytest.param(INIT, [ISB, init_info(INIT, "first")], nothing(start=[("second", 0)]),
+                 id="first succeeded: the second"),
+    pytest.param(INIT, [ISB, init_info(INIT, "first"), init_info(INIT, "second")], nothing(start=[("app", 0)]),
+                 id="all succeeded: the app containers"),
+    pytest.param(INIT, [ISB, init_info(INIT, "first", exit_code=1)], nothing(start=[("first", 1)]),
+                 id="failed, Always: restart it"),
+    pytest.param(INIT_NEVER, [info(INIT_NEVER, cfg.SANDBOX_NAME), init_info(INIT_NEVER, "first", exit_code=1)],
+                 nothing(stop_sandbox=True), id="failed, Never: the pod has failed"),
+    pytest.param(INIT_NEVER, [info(INIT_NEVER, cfg.SANDBOX_NAME, "exited"),
+                              init_info(INIT_NEVER, "first", exit_code=1)],
+                 nothing(), id="failed pod stays failed: no new sandbox"),
+    pytest.param(INIT, [info(INIT, cfg.SANDBOX_NAME, "exited"), init_info(INIT, "first"), init_info(INIT, "second"),
+                        info(INIT, "app")],
+                 nothing(sandbox=True, kill=["app"], start=[("first", 1)], remove=["sb"]),
+                 id="sandbox died: init containers again, from the first"),
+    pytest.param(INIT, [ISB, init_info(INIT, "first"), init_info(INIT, "second"), info(INIT, "app", "exited", 1)],
+                 nothing(start=[("app", 1)]), id="initialized: an app crash does not redo initialization"),
+    pytest.param(WITH_SIDECAR, [info(WITH_SIDECAR, cfg.SANDBOX_NAME), init_info(WITH_SIDECAR, "first", "running")],
+                 nothing(start=[("second", 0)]), id="sidecar up: the next init container"),
+    pytest.param(WITH_SIDECAR, [info(WITH_SIDECAR, cfg.SANDBOX_NAME), init_info(WITH_SIDECAR, "first", "exited", 0),
+                                init_info(WITH_SIDECAR, "second"), info(WITH_SIDECAR, "app")],
+                 nothing(start=[("first", 1)]), id="sidecar exited (even 0): restarted beside the app"),
+])
+def test_init_container_actions(pod, containers, expected):
+    assert summary(plan(pod, containers)) == expected
+
+
+def test_a_sidecar_not_yet_started_holds_back_the_next_init_container():
+    sidecar = init_info(WITH_SIDECAR, "first", "running")
+    actions = compute_pod_actions(WITH_SIDECAR, [info(WITH_SIDECAR, cfg.SANDBOX_NAME), sidecar], {},
+                                  ProbeResults(not_started={sidecar.id}), Backoff(10, 300), Backoff(10, 300), NOW)
+    assert summary(actions) == nothing()
+
+
+def test_sidecars_do_not_keep_a_finished_pod_alive():
+    pod = init_pod("Never", sidecar=True)
+    sidecar = init_info(pod, "first", "running")
+    containers = [info(pod, cfg.SANDBOX_NAME), sidecar, init_info(pod, "second"), info(pod, "app", "exited", 0)]
+    assert summary(plan(pod, containers)) == nothing(kill=["first"], stop_sandbox=True)
+
+
+def test_a_probes_own_grace_period_is_the_kills():
+    pod = make_pod(livenessProbe={"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 2})
+    running = info(pod, "app")
+    actions = plan(pod, [info(pod, cfg.SANDBOX_NAME), running], failed_liveness={running.id: "exit code 1"})
+    assert actions.kill_grace == {running.id: 2}
+    assert plan(POD, [SB, info(POD, "app")], failed_liveness={"app-0": "exit code 1"}).kill_grace == {}
+
+
+def test_init_containers_count_for_the_qos_class():
+    limited = {"resources": {"limits": {"cpu": "100m", "memory": "16Mi"}}}
+    spec = {"containers": [{"name": "app", **limited}], "initContainers": [{"name": "setup"}]}
+    assert qos_class(spec) == "Burstable"          # the init container asks for nothing: not Guaranteed
+    spec["initContainers"][0].update(limited)
+    assert qos_class(spec) == "Guaranteed"

@@ -194,17 +194,20 @@ def test_container_logs_follow_streams_new_lines(kubelet):
     assert first.startswith(b"tick ") and second == f"tick {number + 1}".encode()
 
 
-def test_what_this_kubelet_cannot_honour_is_refused_not_ignored(kubelet):
-    kubelet.write("good.yaml", sleeper_pod("good"))
-    kubelet.write("slow.yaml", sleeper_pod("slow").replace(
+def test_what_cannot_be_honoured_is_refused_not_ignored(kubelet):
+    # A startup probe and a preStop hook run (test_startup_probe.py,
+    # test_hooks.py); on a regular init container, which runs once to
+    # completion, they could never run, so the pod is refused by field.
+    kubelet.write("good.yaml", sleeper_pod("good").replace(
         "    command:", "    startupProbe: {exec: {command: ['true']}}\n    command:"))
     kubelet.write("hook.yaml", sleeper_pod("hook").replace(
-        "    command:", "    lifecycle: {preStop: {exec: {command: ['true']}}}\n    command:"))
+        "  containers:", "  initContainers:\n  - name: setup\n    image: busybox:1.35\n"
+        "    lifecycle: {preStop: {exec: {command: ['true']}}}\n  containers:"))
     kubelet.wait_running("good")
-    log = wait_for(lambda: (text := kubelet.log()).count("does not support it yet") == 2 and text, 10,
-                   what="both refusals logged")
-    assert "spec.containers[0].startupProbe: this kubelet does not support it yet" in log
-    assert "spec.containers[0].lifecycle.preStop: this kubelet does not support it yet" in log
+    log = wait_for(lambda: (text := kubelet.log()).count("may not be set for init containers") == 1 and text, 10,
+                   what="the refusal logged")
+    assert ("manifest skipped: spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers "
+            "without restartPolicy=Always") in log
     assert [p["metadata"]["name"] for p in kubelet.pods()] == ["good"]
 
 

@@ -62,16 +62,20 @@ def _pod(**spec) -> dict:
     ({"hostUsers": False}, ["spec.hostUsers"]),
     ({"hostIPC": True}, ["spec.hostIPC"]),
     ({"os": {"name": "windows"}}, ["spec.os"]),
-    ({"initContainers": [{"name": "init"}]}, ["spec.initContainers"]),
+    ({"initContainers": [{"name": "init", "terminationMessagePolicy": "FallbackToLogsOnError"}]},
+     ["spec.initContainers[0].terminationMessagePolicy"]),
     ({"imagePullSecrets": [{"name": "registry"}]}, ["spec.imagePullSecrets"]),
-    ({"containers": [{"name": "a"}, {"name": "b", "lifecycle": {"preStop": {"exec": {"command": ["x"]}}},
-                                     "startupProbe": {"exec": {"command": ["x"]}}}]},
-     ["spec.containers[1].lifecycle.preStop", "spec.containers[1].startupProbe"]),
+    ({"containers": [{"name": "a"}, {"name": "b", "volumeDevices": [{"name": "v", "devicePath": "/dev/x"}]}]},
+     ["spec.containers[1].volumeDevices"]),
     ({"containers": [{"name": "a", "terminationMessagePolicy": "FallbackToLogsOnError"}]},
      ["spec.containers[0].terminationMessagePolicy"]),
     # ignored and honoured fields are not refused, whatever their value
     ({"nodeSelector": {"disk": "ssd"}, "hostPID": True, "priority": 1000}, []),
-], ids=["nothing", "defaults", "hostUsers", "hostIPC", "os", "initContainers", "imagePullSecrets",
-        "hooks-and-startup-probe", "terminationMessagePolicy", "ignored-and-honoured"])
+    ({"initContainers": [{"name": "init", "restartPolicy": "Always"}],
+      "containers": [{"name": "a", "lifecycle": {"preStop": {"exec": {"command": ["x"]}}},
+                      "startupProbe": {"exec": {"command": ["x"]}}, "envFrom": [{"configMapRef": {"name": "c"}}]}]},
+     []),
+], ids=["nothing", "defaults", "hostUsers", "hostIPC", "os", "an-init-containers-field", "imagePullSecrets",
+        "volumeDevices", "terminationMessagePolicy", "ignored-and-honoured", "issue-19-honoured"])
 def test_refused_lists_the_fields_a_pod_sets(spec, refused):
     assert pod_fields.refused(_pod(**spec)) == refused
