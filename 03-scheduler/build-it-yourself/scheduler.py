@@ -66,7 +66,8 @@ def node_allocatable(node: dict) -> dict[str, int]:
 
 def node_ready(pod: dict, node: dict, node_pods: list[dict]) -> list[str]:
     # TODO(stage 4): a node whose Ready condition is not "True" gets no
-    # pods: "node(s) were not ready". Lesson: "The scheduling cycle" (the
+    # pods: "node(s) were not ready" (a node with no Ready condition at all
+    # is not ready either: no kubelet has reported). Lesson: "The scheduling cycle" (the
     # NodeConditions filter) in 03-scheduler/lesson-1-how-it-schedules.md.
     return []
 
@@ -80,8 +81,11 @@ def node_unschedulable(pod: dict, node: dict, node_pods: list[dict]) -> list[str
 
 def taint_toleration(pod: dict, node: dict, node_pods: list[dict]) -> list[str]:
     # TODO(stage 5): every NoSchedule or NoExecute taint in spec.taints
-    # must be tolerated by one of the pod's spec.tolerations (operators
-    # Equal and Exists). Else: f"node(s) had untolerated taint {{{key}: {value}}}".
+    # must be tolerated by one of the pod's spec.tolerations. A toleration
+    # matches a taint when its effect is empty or the same, and: operator
+    # Exists (the value does not matter; an empty key with Exists tolerates
+    # every taint), or operator Equal, the default, with the same key and
+    # value. Else: f"node(s) had untolerated taint {{{key}: {value}}}".
     # Lesson: "11. A taint and a toleration" in lesson-2-run-the-scheduler.md.
     return []
 
@@ -97,8 +101,10 @@ def resources_fit(pod: dict, node: dict, node_pods: list[dict]) -> list[str]:
     # TODO(stage 2): for each resource the pod requests, the node's
     # allocatable minus what node_pods already requested must leave room:
     # else f"Insufficient {resource}". Requests, not usage: use
-    # pod_requests() and node_allocatable() above. Lesson: "A filter: does
-    # the pod fit?" in lesson-1-how-it-schedules.md.
+    # pod_requests() and node_allocatable() above. (The lesson's filter also
+    # counts pods against the node's "pods" allocatable, "Too many pods":
+    # optional here, no stage checks it.) Lesson: "A filter: does the pod
+    # fit?" in lesson-1-how-it-schedules.md.
     return []
 
 
@@ -111,15 +117,18 @@ FILTERS = [node_ready, node_unschedulable, taint_toleration, node_selector, reso
 def least_allocated(pod: dict, node: dict, node_pods: list[dict]) -> int:
     # TODO(stage 6): 0-100, higher for the node with more room left once
     # the pod is on it: for cpu and memory, (allocatable - requested) * 100
-    # // allocatable, averaged. Lesson: "A score: the emptiest node" in
-    # lesson-1-how-it-schedules.md.
+    # // allocatable, averaged. (The lesson's scorer counts a container
+    # with no requests as 100m cpu and 200Mi: optional here.) Lesson: "A
+    # score: the emptiest node" in lesson-1-how-it-schedules.md.
     return 0
 
 
 def fit_error(node_count: int, reasons: dict[str, list[str]]) -> str:
     # TODO(stage 8): the FailedScheduling message, in Kubernetes' shape:
     # "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu."
-    # reasons is {node name: that node's reasons}. Lesson: "A filter: does
+    # reasons is {node name: that node's reasons}: count each reason over
+    # the nodes, and sort the "<count> <reason>" strings themselves (that
+    # is why "1 node(s)..." comes before "2 Insufficient cpu"). Lesson: "A filter: does
     # the pod fit?" and "When nothing fits" in lesson-1-how-it-schedules.md.
     return ""
 
@@ -138,6 +147,7 @@ class Scheduler:
         self.just_bound: dict[str, tuple[str, dict]] = {}  # key -> (node, pod) until the watch shows it bound
         self.changes = 0                                 # cluster changes seen, to catch one mid-decision
         self.lock = threading.Lock()
+        self.turn = 0                                    # for pick(): whose turn it is among equals
 
     def is_mine(self, pod: dict) -> bool:
         # TODO(stage 9): also only the pods whose spec.schedulerName is
@@ -148,10 +158,10 @@ class Scheduler:
 
     def pick(self, best: list[str]) -> str:
         # TODO(stage 1): return one node name out of best (the nodes that
-        # share the highest score). Stage 7 asks that a stream of identical
-        # pods facing the same tie take the nodes in turn. Lesson: "The
-        # scheduling cycle", then "Picking among equals: round robin", in
-        # lesson-1-how-it-schedules.md.
+        # share the highest score); for stage 1 any of them will do. Stage 7
+        # asks that a stream of identical pods facing the same tie take the
+        # nodes in turn (self.turn is there for that). Lesson: "Picking
+        # among equals: round robin" in lesson-1-how-it-schedules.md.
         raise NotImplementedError("pick() is yours to write: see TODO(stage 1)")
 
     def failed_scheduling(self, pod: dict, message: str) -> None:

@@ -77,8 +77,9 @@ class Scheduler:
         return not pod["spec"].get("nodeName") and (pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER) == self.name
 
     def pick(self, best: list[str]) -> str:
-        self.turn = getattr(self, "turn", -1) + 1
-        return sorted(best)[self.turn % len(best)]
+        choice = sorted(best)[self.turn % len(best)]
+        self.turn += 1
+        return choice
 
     def failed_scheduling(self, pod: dict, message: str) -> None:
         self.events.event(pod, "Warning", "FailedScheduling", message)
