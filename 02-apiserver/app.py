@@ -37,6 +37,8 @@ import rbac_aggregation
 import rbac_bootstrap
 import rest
 from request_context import respond
+import sa_tokens
+import service_accounts
 import tokens
 from common.defaults import apply_defaults
 from common.log import get_logger
@@ -77,6 +79,10 @@ class APIServer:
     # What this server presents to a kubelet's port (kubectl logs); None: nothing.
     kubelet_client_token: str | None = None
     services: ServiceAllocator | None = None      # cluster IPs and node ports
+    # ServiceAccount tokens (sa_tokens.py): None when no signing key was given.
+    token_issuer: sa_tokens.TokenIssuer | None = None
+    api_audiences: tuple[str, ...] = ()
+    root_ca: str | None = None                    # the PEM kube-root-ca.crt publishes
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -99,6 +105,7 @@ def create_app(config: dict | None = None) -> Flask:
         services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
+    _set_up_service_account_tokens(app.config, server)
     # --authorization-mode; without one, ABAC if there is a policy file, as before RBAC came.
     modes = app.config.get("AUTHORIZATION_MODES") or (
         ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
@@ -109,6 +116,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)
+    service_accounts.ensure_all_namespaces(server)      # with NoControllerManager: `default`, the CA
     kubernetes_service.ensure(store, server.services, app.config["ADVERTISE_ADDRESS"], app.config["SECURE_PORT"])
     custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
 
@@ -122,6 +130,24 @@ def create_app(config: dict | None = None) -> Flask:
     gauntlet.install(app)
     _register_error_handlers(app)
     return app
+
+
+def _set_up_service_account_tokens(config, server: APIServer) -> None:
+    """--service-account-signing-key-file signs; --service-account-key-file
+    (default: the signing key's public half) verifies; tokens are for
+    --api-audiences (default: the issuer), as kube-apiserver defaults them."""
+    if config.get("ROOT_CA_FILE"):
+        with open(config["ROOT_CA_FILE"]) as f:
+            server.root_ca = f.read()
+    signing_key = config.get("SERVICE_ACCOUNT_SIGNING_KEY_FILE")
+    if not signing_key:
+        return
+    issuer = config.get("SERVICE_ACCOUNT_ISSUER") or sa_tokens.DEFAULT_ISSUER
+    server.token_issuer = sa_tokens.TokenIssuer(signing_key, issuer)
+    server.api_audiences = tuple(config.get("API_AUDIENCES") or [issuer])
+    keys = sa_tokens.load_public_keys(config.get("SERVICE_ACCOUNT_KEY_FILES") or [signing_key])
+    server.authenticator = sa_tokens.WithServiceAccountTokens(
+        server.authenticator, sa_tokens.ServiceAccountTokens(keys, issuer, list(server.api_audiences), server.store))
 
 
 def _ensure_system_namespaces(store: FileStore) -> None:

@@ -292,6 +292,11 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
         path = out / file_name
         report.append((path, write_file(path, kubeconfig(user, row[0], server, cert_pem(ca_cert)), 0o600)))
 
+    # The key pair that signs and verifies ServiceAccount tokens (kubeadm
+    # names them sa.key and sa.pub). Kept: a new key would void every
+    # token pods hold.
+    report += service_account_keys(out, force)
+
     # The API server's credential for the kubelets' port (`kubectl logs`):
     # it presents the token, every kubelet accepts it. Kept, like the
     # other tokens, since the nodes hold copies.
@@ -301,6 +306,16 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
     else:
         report.append((client_token_path, write_file(client_token_path, (new_token() + "\n").encode(), 0o600)))
     return report, server, ips, dns_names
+
+
+def service_account_keys(out: Path, force: bool) -> list:
+    key_path, pub_path = out / "sa.key", out / "sa.pub"
+    if key_path.exists() and pub_path.exists() and not force:
+        return [(key_path, "kept"), (pub_path, "kept")]
+    key = new_key()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return [(key_path, write_file(key_path, key_pem(key), 0o600)), (pub_path, write_file(pub_path, public, 0o644))]
 
 
 def remember_master(out: Path, master_ips, master_names, force: bool) -> tuple[list[str], list[str]]:
@@ -367,12 +382,13 @@ def main(argv=None) -> int:
     print(f"Server certificate is valid for: {', '.join(map(str, ips + dns_names))}")
     token = f"{d}/{KUBELET_CLIENT_TOKEN}"
     print("\nCopy to the control-plane machine (the API server reads the first four):")
-    print(f"  {d}/apiserver.crt {d}/apiserver.key {d}/tokens.csv {token} {d}/ca.crt")
+    print(f"  {d}/apiserver.crt {d}/apiserver.key {d}/tokens.csv {token} {d}/ca.crt {d}/sa.key {d}/sa.pub")
     print(f"  {d}/admin.kubeconfig {d}/scheduler.kubeconfig {d}/controller-manager.kubeconfig")
     print("  python 02-apiserver/apiserver.py --data-dir DATA "
           f"--tls-cert-file {d}/apiserver.crt --tls-private-key-file {d}/apiserver.key "
           f"--token-auth-file {d}/tokens.csv --authorization-policy-file 02-apiserver/policy.jsonl "
-          f"--kubelet-client-token-file {token}")
+          f"--kubelet-client-token-file {token} --service-account-signing-key-file {d}/sa.key "
+          f"--service-account-key-file {d}/sa.pub --root-ca-file {d}/ca.crt")
     for node in args.nodes:
         print(f"Copy to {node}: {d}/{node}.kubeconfig {d}/ca.crt {token}")
     if args.nodes:

@@ -67,7 +67,7 @@ def snapshot(d: Path) -> dict[str, bytes]:
 
 def test_every_file_is_there(out):
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "tokens.csv", "kubelet-client.token",
+        ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "tokens.csv", "kubelet-client.token", "sa.key", "sa.pub",
          "master-addresses", *FILES.values()])
 
 
