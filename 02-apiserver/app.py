@@ -5,8 +5,8 @@ a fresh one over a temporary data directory, and the command line
 (apiserver.py) is only flag parsing around it.
 
 It wires every part, so it names modules outside the core: the gauntlet
-(abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens,
-authentication, access_review, admission: part 3),
+(abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens, sa_tokens,
+service_accounts, authentication, access_review, admission: part 3),
 custom_resources, service_ips and kubernetes_service (chapters 04 and 05
 use them), metrics,
 and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a
@@ -79,8 +79,7 @@ class APIServer:
     # What this server presents to a kubelet's port (kubectl logs); None: nothing.
     kubelet_client_token: str | None = None
     services: ServiceAllocator | None = None      # cluster IPs and node ports
-    # ServiceAccount tokens (sa_tokens.py): None when no signing key was given.
-    token_issuer: sa_tokens.TokenIssuer | None = None
+    token_issuer: object = None                   # ServiceAccount tokens (sa_tokens.py), if a key was given
     api_audiences: tuple[str, ...] = ()
     root_ca: str | None = None                    # the PEM kube-root-ca.crt publishes
 
@@ -105,7 +104,7 @@ def create_app(config: dict | None = None) -> Flask:
         services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
-    _set_up_service_account_tokens(app.config, server)
+    sa_tokens.set_up(app.config, server)      # --service-account-* flags: tokens for pods
     # --authorization-mode; without one, ABAC if there is a policy file, as before RBAC came.
     modes = app.config.get("AUTHORIZATION_MODES") or (
         ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
@@ -130,24 +129,6 @@ def create_app(config: dict | None = None) -> Flask:
     gauntlet.install(app)
     _register_error_handlers(app)
     return app
-
-
-def _set_up_service_account_tokens(config, server: APIServer) -> None:
-    """--service-account-signing-key-file signs; --service-account-key-file
-    (default: the signing key's public half) verifies; tokens are for
-    --api-audiences (default: the issuer), as kube-apiserver defaults them."""
-    if config.get("ROOT_CA_FILE"):
-        with open(config["ROOT_CA_FILE"]) as f:
-            server.root_ca = f.read()
-    signing_key = config.get("SERVICE_ACCOUNT_SIGNING_KEY_FILE")
-    if not signing_key:
-        return
-    issuer = config.get("SERVICE_ACCOUNT_ISSUER") or sa_tokens.DEFAULT_ISSUER
-    server.token_issuer = sa_tokens.TokenIssuer(signing_key, issuer)
-    server.api_audiences = tuple(config.get("API_AUDIENCES") or [issuer])
-    keys = sa_tokens.load_public_keys(config.get("SERVICE_ACCOUNT_KEY_FILES") or [signing_key])
-    server.authenticator = sa_tokens.WithServiceAccountTokens(
-        server.authenticator, sa_tokens.ServiceAccountTokens(keys, issuer, list(server.api_audiences), server.store))
 
 
 def _ensure_system_namespaces(store: FileStore) -> None:

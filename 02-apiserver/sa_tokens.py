@@ -123,7 +123,6 @@ class TokenRefused(Exception):
     """Why a token of ours is not accepted; logged, never sent (the client gets a plain 401)."""
 
 
-# [START sa-token-authenticate]
 class ServiceAccountTokens:
     """Accepts the tokens TokenIssuer made, while what they name still exists."""
 
@@ -148,6 +147,7 @@ class ServiceAccountTokens:
         namespace, name = account["metadata"]["namespace"], account["metadata"]["name"]
         return User(user_name(namespace, name), groups(namespace), account["metadata"]["uid"])
 
+    # [START sa-token-authenticate]
     def verified_claims(self, token: str) -> dict:
         """Signature, issuer, dates and audience: the token's own promises."""
         for key in self.keys:
@@ -176,6 +176,24 @@ class ServiceAccountTokens:
                 raise TokenRefused(f"the token's pod {namespace}/{pod['metadata']['name']} is being deleted")
         return account
 # [END sa-token-authenticate]
+
+
+def set_up(config, server) -> None:
+    """--service-account-signing-key-file signs; --service-account-key-file
+    (default: the signing key's public half) verifies; tokens are for
+    --api-audiences (default: the issuer), as kube-apiserver defaults them."""
+    if config.get("ROOT_CA_FILE"):
+        with open(config["ROOT_CA_FILE"]) as f:
+            server.root_ca = f.read()
+    signing_key = config.get("SERVICE_ACCOUNT_SIGNING_KEY_FILE")
+    if not signing_key:
+        return
+    issuer = config.get("SERVICE_ACCOUNT_ISSUER") or DEFAULT_ISSUER
+    server.token_issuer = TokenIssuer(signing_key, issuer)
+    server.api_audiences = tuple(config.get("API_AUDIENCES") or [issuer])
+    keys = load_public_keys(config.get("SERVICE_ACCOUNT_KEY_FILES") or [signing_key])
+    server.authenticator = WithServiceAccountTokens(
+        server.authenticator, ServiceAccountTokens(keys, issuer, list(server.api_audiences), server.store))
 
 
 class WithServiceAccountTokens:
