@@ -123,6 +123,15 @@ def test_kubectl_get_sa_and_create_token(server, certs, ns, kubectl, tmp_path):
     missing = run("create", "token", "nobody")
     assert missing.returncode != 0
     assert 'serviceaccounts "nobody" not found' in missing.stderr
+    # Bound to a pod: the token names it, and dies with it.
+    assert run("run", "holder", "--image", "busybox:1.35", "--overrides",
+               '{"spec": {"serviceAccountName": "robot"}}').returncode == 0
+    bound = run("create", "token", "robot", "--bound-object-kind", "Pod", "--bound-object-name", "holder")
+    assert bound.returncode == 0, bound.stderr
+    assert claims(bound.stdout.strip())["kubernetes.io"]["pod"]["name"] == "holder"
+    other = run("create", "token", "default", "--bound-object-kind", "Pod", "--bound-object-name", "holder")
+    assert 'cannot bind token for serviceaccount "default" to pod running with different serviceaccount name.' \
+        in other.stderr
 
 
 # ----- the authenticator -----
