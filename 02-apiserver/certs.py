@@ -57,6 +57,10 @@ NODE_GROUP = "system:nodes"
 # as in every Kubernetes cluster's serving certificate.
 SERVICE_NAMES = ["kubernetes", "kubernetes.default", "kubernetes.default.svc",
                  "kubernetes.default.svc.cluster.local"]
+# ...and the address it dials: KUBERNETES_SERVICE_HOST, the `kubernetes`
+# Service's cluster IP, the first of the API server's default
+# --service-cluster-ip-range (10.96.0.0/12), as kubeadm puts it in.
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 CA_DAYS = 10 * 365
 SERVER_DAYS = 365
 RENEW_BEFORE = datetime.timedelta(days=30)
@@ -209,10 +213,11 @@ def kubeconfig(user: str, token: str, server: str, ca_crt: bytes) -> bytes:
 
 def wanted_addresses(master_ips, master_names, server_url):
     """The server certificate's IPs and names: what was asked for, the
-    host in the URL the kubeconfigs name, loopback, the service names, and
+    host in the URL the kubeconfigs name, loopback, the `kubernetes`
+    Service's names and cluster IP (for clients in pods), and
     this machine's hostname (`make certs` runs on the master: whoever dials
     it by name, as `https://master:6443`, is not refused)."""
-    ips = [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
+    ips = [ipaddress.ip_address(ip) for ip in ("127.0.0.1", "::1", KUBERNETES_SERVICE_IP)]
     names = ["localhost"] + SERVICE_NAMES
     hostname = socket.gethostname().lower()
     if re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", hostname):

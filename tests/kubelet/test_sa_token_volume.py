@@ -11,6 +11,7 @@ API server's secure port."""
 from __future__ import annotations
 
 import base64
+import ipaddress
 import json
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import time
 
 import pytest
+from cryptography import x509
 from kubernetes import client as k8s
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
@@ -119,6 +121,15 @@ def test_the_official_client_in_cluster_config_lists_what_the_role_allows_and_no
     assert claims["exp"] - claims["iat"] == 3607
     assert "Read-only file system" in kubelet.container(name, "app").exec_run(
         ["sh", "-c", f"echo x > {MOUNT}/token"]).output.decode()
+    # Where a program in the pod would dial: the `kubernetes` Service, whose
+    # cluster IP the server certificate names (reaching it needs chapter
+    # 05's proxy, so below the test dials the secure port directly).
+    env = dict(line.split("=", 1) for line in kubelet.container(name, "app").exec_run(["env"]).output.decode()
+               .splitlines() if "=" in line)
+    assert (env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]) == ("10.96.0.1", "443")
+    sans = x509.load_pem_x509_certificate((certs / "apiserver.crt").read_bytes()).extensions \
+        .get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(x509.IPAddress)
+    assert ipaddress.ip_address("10.96.0.1") in sans
     # Copied out, they are what load_incluster_config() reads.
     (tmp_path / "token").write_bytes(token)
     (tmp_path / "ca.crt").write_bytes(ca)
