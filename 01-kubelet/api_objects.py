@@ -1,4 +1,4 @@
-"""ConfigMaps and Secrets: what the kubelet fetches from the API server for a pod.
+"""ConfigMaps, Secrets and tokens: what the kubelet fetches from the API server for a pod.
 
 A pod may take its configuration from other objects: environment variables
 from a ConfigMap's keys (`configMapKeyRef`, `envFrom`), files from a
@@ -28,12 +28,16 @@ We use "Cache": a GET per object, cached for one refresh round. Why:
    the API server serves from memory. A node with hundreds of such pods
    would want the watch.
 
+ServiceAccount tokens (TokenCache, at the end) are not fetched but asked
+for: a TokenRequest per pod, bound to it, renewed before it expires.
+
 Missing objects read as Kubernetes reads them: `configmap "x" not found`,
 `secret "x" not found`. The messages never contain a Secret's data.
 """
 from __future__ import annotations
 
 import base64
+import calendar
 import threading
 import time
 from typing import Callable
@@ -178,3 +182,72 @@ class EnvResolver:
                           "environment variable names.")
         return env
     # [END env-from-api]
+
+
+# --- ServiceAccount tokens for projected volumes ---------------------------
+
+class TokenError(ObjectError):
+    """No token could be had; the message is FailedMount's (never the token)."""
+
+
+# [START token-cache]
+class TokenCache:
+    """A pod's ServiceAccount token, from TokenRequest, bound to the pod.
+
+    Tokens expire, so the kubelet asks for a new one before that: when 80%
+    of its lifetime has passed, or it is a day old, as Kubernetes' token
+    manager does (pkg/kubelet/token/token_manager.go). Until then every
+    refresh round gets the same token, and the volume's file stays as it
+    is. A pod that goes takes its tokens with it (forget)."""
+
+    MAX_AGE = 24 * 3600
+
+    def __init__(self, client: APIClient | None, clock: Callable[[], float] = time.time):
+        self.client, self.clock = client, clock
+        self.requests = 0                 # TokenRequests made, for the tests
+        self._tokens: dict[tuple, tuple[float, float, str]] = {}   # key -> (issued, expires, token)
+        self._lock = threading.Lock()
+
+    def get(self, pod: dict, audience: str, seconds: int) -> bytes:
+        meta = pod["metadata"]
+        account = pod["spec"].get("serviceAccountName") or "default"
+        key = (meta["uid"], account, audience, seconds)
+        with self._lock:
+            issued, expires, token = self._tokens.get(key, (0.0, 0.0, ""))
+        if not token or self.needs_refresh(issued, expires):
+            issued, expires, token = self._request(pod, account, audience, seconds)
+            with self._lock:
+                self._tokens[key] = (issued, expires, token)
+        return token.encode()
+
+    def needs_refresh(self, issued: float, expires: float) -> bool:
+        now = self.clock()
+        return now >= issued + 0.8 * (expires - issued) or now >= issued + self.MAX_AGE
+    # [END token-cache]
+
+    def _request(self, pod: dict, account: str, audience: str, seconds: int) -> tuple[float, float, str]:
+        meta = pod["metadata"]
+        if self.client is None:
+            raise TokenError("failed to fetch token: this kubelet has no API server")
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {
+            "audiences": [audience] if audience else [], "expirationSeconds": seconds,
+            "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"], "uid": meta["uid"]}}}
+        self.requests += 1
+        try:
+            answer = self.client.create_subresource("v1", "serviceaccounts", meta["namespace"], account, "token", body)
+        except (APIConnectionError, APIStatusError) as error:
+            raise TokenError(f"failed to fetch token: {error}") from None
+        # The token's own times: the server's clock said when it expires,
+        # and the lifetime is what was granted; issued is counted back from it.
+        expires = _epoch(answer["status"]["expirationTimestamp"])
+        granted = answer["spec"].get("expirationSeconds") or seconds
+        return expires - granted, expires, answer["status"]["token"]
+
+    def forget(self, unwanted) -> None:
+        """Drop the tokens of every pod uid for which unwanted(uid) is true."""
+        with self._lock:
+            self._tokens = {key: value for key, value in self._tokens.items() if not unwanted(key[0])}
+
+
+def _epoch(timestamp: str) -> float:
+    return calendar.timegm(time.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ"))

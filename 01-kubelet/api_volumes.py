@@ -1,5 +1,10 @@
 """Volumes filled from the API: configMap, secret, downwardAPI and projected.
 
+A projected volume may also hold the pod's ServiceAccount token
+(serviceAccountToken): the kubelet asks the API server for one bound to
+the pod (api_objects.TokenCache) and writes it like any other file; the
+refresh thread below writes a new one when 80% of its lifetime has passed.
+
 Each is a directory on the node, written by the kubelet (atomic_writer.py)
 and bind-mounted read-only into the containers, as Kubernetes mounts them:
 a program may read its configuration, never change it under its peers.
@@ -31,7 +36,7 @@ import time
 
 import atomic_writer
 import pod_config as cfg
-from api_objects import DATA_OF, ObjectCache, ObjectError, ObjectNotFound
+from api_objects import DATA_OF, ObjectCache, ObjectError, ObjectNotFound, TokenCache
 from atomic_writer import File, PayloadError
 from common.backoff import Backoff
 
@@ -92,11 +97,13 @@ NON_EXISTENT_KEY = {"configmap": "configmap references non-existent config key: 
 
 class Sources:
     """Where a payload's contents come from: the objects (through the
-    cache, no older than fresh_since) and the node's allocatable (for
-    resourceFieldRef limits a container does not set)."""
+    cache, no older than fresh_since), ServiceAccount tokens, and the
+    node's allocatable (for resourceFieldRef limits a container does not set)."""
 
-    def __init__(self, cache: ObjectCache, fresh_since: float | None, allocatable: dict):
+    def __init__(self, cache: ObjectCache, fresh_since: float | None, allocatable: dict,
+                 tokens: TokenCache | None = None):
         self.cache, self.fresh_since, self.allocatable = cache, fresh_since, allocatable
+        self.tokens = tokens or TokenCache(None)
 
     def data(self, plural: str, namespace: str, name: str, optional: bool) -> dict[str, bytes] | None:
         """The object's keys and contents; None if it is missing and optional."""
@@ -215,8 +222,9 @@ def volume_payload(pod: dict, index: int, volume: dict, sources: Sources) -> dic
 
 
 def projected_payload(pod: dict, spec: dict, path: str, default_mode: int, sources: Sources) -> dict[str, File]:
-    """Several sources in one directory. ServiceAccount tokens are refused:
-    this API server issues none yet (issue 27), and a pod that expects one
+    """Several sources in one directory: ConfigMaps, Secrets, the downward
+    API and the pod's ServiceAccount token. Trust bundles (clusterTrustBundle)
+    are refused: this API server serves none, and a pod that expects one
     must not start without it."""
     payload: dict[str, File] = {}
     namespace = pod["metadata"]["namespace"]
@@ -232,11 +240,27 @@ def projected_payload(pod: dict, spec: dict, path: str, default_mode: int, sourc
             payload.update(object_payload(data, ref, f"{where}.secret", default_mode, "secret"))
         elif "downwardAPI" in source:
             payload.update(downward_payload(pod, source["downwardAPI"], f"{where}.downwardAPI", default_mode, sources))
+        elif "serviceAccountToken" in source:
+            payload.update(token_payload(pod, source["serviceAccountToken"], f"{where}.serviceAccountToken",
+                                         default_mode, sources))
         else:
             kind = next(iter(source), "?")
             raise PayloadError(f"{where}.{kind}: not supported by this kubelet: its API server does not "
-                               "issue ServiceAccount tokens or trust bundles yet")
+                               "serve trust bundles")
     return payload
+
+
+# [START token-payload]
+def token_payload(pod: dict, source: dict, path: str, default_mode: int, sources: Sources) -> dict[str, File]:
+    """The pod's token as one file: for the source's audience (none: the
+    API server's own), valid expirationSeconds (default an hour)."""
+    seconds = source.get("expirationSeconds", 3600)
+    if not isinstance(seconds, int) or isinstance(seconds, bool) or seconds < 600:
+        raise PayloadError(f"{path}.expirationSeconds: Invalid value: {seconds!r}: may not specify a duration "
+                           "less than 10 minutes")
+    token = sources.tokens.get(pod, source.get("audience") or "", seconds)
+    return {_checked(source.get("path", ""), f"{path}.path"): File(token, default_mode)}
+# [END token-payload]
 
 
 # --- the volumes on the node ----------------------------------------------
@@ -259,8 +283,9 @@ class ApiVolumes:
     """The API-filled volumes of one node's pods: set up, refreshed, removed."""
 
     def __init__(self, node_name: str, root_dir: str, cache: ObjectCache, log, events, *,
-                 allocatable: dict | None = None, memory_root: str = MEMORY_ROOT):
+                 allocatable: dict | None = None, memory_root: str = MEMORY_ROOT, tokens: TokenCache | None = None):
         self.cache, self.log, self.events = cache, log, events
+        self.tokens = tokens or TokenCache(cache.client)
         self.allocatable = allocatable or {}
         self.disk_dir = os.path.join(root_dir, "pods")
         self.memory_dir = os.path.join(memory_dir(node_name, memory_root), "pods")
@@ -305,7 +330,7 @@ class ApiVolumes:
         """Write every API volume of the pod from fresh objects, or raise
         MountError for the first that cannot be (the pod then waits, in
         ContainerCreating, and is tried again at the next sync)."""
-        sources = Sources(self.cache, fresh_since, self.allocatable)
+        sources = Sources(self.cache, fresh_since, self.allocatable, self.tokens)
         for index, volume in api_volumes(pod):
             if kind_of(volume) in IN_MEMORY and not self.memory_ok:
                 raise MountError(volume["name"], f"{MEMORY_ROOT} is not a tmpfs: this kubelet writes "
@@ -378,5 +403,6 @@ class ApiVolumes:
                     if unwanted(uid):
                         shutil.rmtree(os.path.join(base, uid), ignore_errors=True)
                         removed.append(uid)
+        self.tokens.forget(unwanted)          # a pod's tokens go with its volumes
         return removed
 

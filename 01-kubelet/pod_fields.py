@@ -37,7 +37,7 @@ POD_SPEC = {
     "affinity": Field(IGNORED, SCHEDULER + " (the real kubelet re-checks node affinity at admission; "
                       "ours trusts the binding)"),
     "automountServiceAccountToken": Field(IGNORED, "read by the API server's ServiceAccount admission, which "
-                                          "adds the token volume; ours adds none"),
+                                          "adds the token volume (when it signs tokens) unless it is false"),
     "containers": Field(HONOURED, "kubelet.py, pod_actions.py, pod_worker.py"),
     "dnsConfig": Field(HONOURED, "pod_dns.py (with --cluster-dns)"),
     "dnsPolicy": Field(HONOURED, "pod_dns.py (with --cluster-dns)"),
@@ -70,8 +70,8 @@ POD_SPEC = {
     "schedulingGates": Field(IGNORED, SCHEDULER),
     "securityContext": Field(HONOURED, "security_context.py; its fields below"),
     "serviceAccount": Field(IGNORED, "the deprecated alias of serviceAccountName"),
-    "serviceAccountName": Field(IGNORED, "read by the API server's ServiceAccount admission; the kubelet "
-                                "only reports it through the downward API (pod_config.field_value)"),
+    "serviceAccountName": Field(HONOURED, "the account a projected serviceAccountToken is requested for "
+                                "(api_objects.TokenCache); also the downward API's spec.serviceAccountName"),
     "setHostnameAsFQDN": Field(REFUSED, "the kernel hostname would be the FQDN; not built", False),
     "shareProcessNamespace": Field(HONOURED, "security_context.docker_options (pid_mode container:<pause>)"),
     "subdomain": Field(IGNORED, "chapter 05's DNS answers for hostname.subdomain; the real kubelet also "

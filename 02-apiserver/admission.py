@@ -32,6 +32,12 @@ validation, then its validating plugins; see the chapter's part 3).
   namespace controller finds namespaces already empty, and Orphan and
   Foreground deletes act as Background.)
 
+- ServiceAccount: a pod runs as a ServiceAccount (`default` unless it
+  names one that exists) and, when this server signs tokens, gets its
+  token, the CA and its namespace as a volume (service_accounts.py).
+  With NoControllerManager the server also gives every namespace its
+  `default` ServiceAccount and kube-root-ca.crt ConfigMap.
+
 - NodeRestriction: a kubelet (system:node:NAME) may change only its own
   Node and Lease, the status of pods bound to it, and create only mirror
   pods (node_restriction.py; with --authorization-mode Node).
@@ -52,6 +58,7 @@ from __future__ import annotations
 import api_errors
 import node_restriction
 import registry
+import service_accounts
 from common.quantity import parse_quantity
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -162,9 +169,10 @@ PLUGINS = {
     "LimitRanger": limit_ranger,
     "DenyPrivileged": deny_privileged,
     "NoControllerManager": no_controller_manager,
+    "ServiceAccount": service_accounts.admit,       # service_accounts.py
     "NodeRestriction": node_restriction.admit,      # node_restriction.py; off unless enabled
 }
-DEFAULT_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "DenyPrivileged", "NoControllerManager")
+DEFAULT_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "ServiceAccount", "DenyPrivileged", "NoControllerManager")
 
 
 def admit_delete(server, obj: dict, resource) -> None:

@@ -90,6 +90,18 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "(--authorization-policy-file, the default), RBAC (Roles and bindings), "
                              "AlwaysAllow (any known user may do anything)")
     secure.add_argument("--authorization-policy-file", help="ABAC policy, one JSON object per line")
+    accounts = parser.add_argument_group("ServiceAccount tokens (sa_tokens.py; make certs writes sa.key, sa.pub)")
+    accounts.add_argument("--service-account-signing-key-file",
+                          help="private key (PEM) that signs ServiceAccount tokens; without it, none are issued")
+    accounts.add_argument("--service-account-key-file", action="append",
+                          help="public key (PEM) that verifies tokens, repeatable (default: the signing key's)")
+    accounts.add_argument("--service-account-issuer", default=None,
+                          help="the tokens' iss claim (default https://kubernetes.default.svc.cluster.local)")
+    accounts.add_argument("--api-audiences", help="audiences this server accepts, comma separated "
+                                                  "(default: the issuer)")
+    accounts.add_argument("--root-ca-file",
+                          help="the CA published as every namespace's kube-root-ca.crt ConfigMap while no "
+                               "controller manager runs (NoControllerManager); ours: kube-controller-manager's flag")
     services = parser.add_argument_group("Services (chapter 05)")
     services.add_argument("--service-cluster-ip-range", default=DEFAULTS["SERVICE_CLUSTER_IP_RANGE"],
                           help="the Services' virtual IPs (default %(default)s; the first is the kubernetes Service's)")
@@ -159,12 +171,20 @@ def main(argv=None) -> int:
                           "ADMISSION_PLUGINS": [p for p in args.enable_admission_plugins.split(",") if p],
                           "ALLOW_PRIVILEGED": args.allow_privileged,
                           "KUBELET_CLIENT_TOKEN": kubelet_token,
+                          "SERVICE_ACCOUNT_SIGNING_KEY_FILE": args.service_account_signing_key_file,
+                          "SERVICE_ACCOUNT_KEY_FILES": args.service_account_key_file,
+                          "SERVICE_ACCOUNT_ISSUER": args.service_account_issuer,
+                          "API_AUDIENCES": [a for a in (args.api_audiences or "").split(",") if a],
+                          "ROOT_CA_FILE": args.root_ca_file,
                           "SERVICE_CLUSTER_IP_RANGE": args.service_cluster_ip_range,
                           "SERVICE_NODE_PORT_RANGE": args.service_node_port_range,
                           "SECURE_PORT": args.secure_port if args.tls_cert_file else None,
                           "ADVERTISE_ADDRESS": advertise_address(args)})
     except (StoreError, TokenAuthFileError, TokenFileError, PolicyFileError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as error:       # a key or CA file that cannot be read
+        print(f"error: the service account key or root CA: {error}", file=sys.stderr)
         return 1
     limits = Limits(max_body_bytes=args.max_request_bytes, request_timeout=args.request_timeout,
                     max_connections=args.max_connections)

@@ -5,8 +5,8 @@ a fresh one over a temporary data directory, and the command line
 (apiserver.py) is only flag parsing around it.
 
 It wires every part, so it names modules outside the core: the gauntlet
-(abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens,
-authentication, access_review, admission: part 3),
+(abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens, sa_tokens,
+service_accounts, authentication, access_review, admission: part 3),
 custom_resources, service_ips and kubernetes_service (chapters 04 and 05
 use them), metrics,
 and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a
@@ -37,6 +37,8 @@ import rbac_aggregation
 import rbac_bootstrap
 import rest
 from request_context import respond
+import sa_tokens
+import service_accounts
 import tokens
 from common.defaults import apply_defaults
 from common.log import get_logger
@@ -77,6 +79,9 @@ class APIServer:
     # What this server presents to a kubelet's port (kubectl logs); None: nothing.
     kubelet_client_token: str | None = None
     services: ServiceAllocator | None = None      # cluster IPs and node ports
+    token_issuer: object = None                   # ServiceAccount tokens (sa_tokens.py), if a key was given
+    api_audiences: tuple[str, ...] = ()
+    root_ca: str | None = None                    # the PEM kube-root-ca.crt publishes
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -99,6 +104,7 @@ def create_app(config: dict | None = None) -> Flask:
         services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
+    sa_tokens.set_up(app.config, server)      # --service-account-* flags: tokens for pods
     # --authorization-mode; without one, ABAC if there is a policy file, as before RBAC came.
     modes = app.config.get("AUTHORIZATION_MODES") or (
         ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
@@ -109,6 +115,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)
+    service_accounts.ensure_all_namespaces(server)      # with NoControllerManager: `default`, the CA
     kubernetes_service.ensure(store, server.services, app.config["ADVERTISE_ADDRESS"], app.config["SECURE_PORT"])
     custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
 

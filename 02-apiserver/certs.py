@@ -57,6 +57,10 @@ NODE_GROUP = "system:nodes"
 # as in every Kubernetes cluster's serving certificate.
 SERVICE_NAMES = ["kubernetes", "kubernetes.default", "kubernetes.default.svc",
                  "kubernetes.default.svc.cluster.local"]
+# ...and the address it dials: KUBERNETES_SERVICE_HOST, the `kubernetes`
+# Service's cluster IP, the first of the API server's default
+# --service-cluster-ip-range (10.96.0.0/12), as kubeadm puts it in.
+KUBERNETES_SERVICE_IP = "10.96.0.1"
 CA_DAYS = 10 * 365
 SERVER_DAYS = 365
 RENEW_BEFORE = datetime.timedelta(days=30)
@@ -209,10 +213,11 @@ def kubeconfig(user: str, token: str, server: str, ca_crt: bytes) -> bytes:
 
 def wanted_addresses(master_ips, master_names, server_url):
     """The server certificate's IPs and names: what was asked for, the
-    host in the URL the kubeconfigs name, loopback, the service names, and
+    host in the URL the kubeconfigs name, loopback, the `kubernetes`
+    Service's names and cluster IP (for clients in pods), and
     this machine's hostname (`make certs` runs on the master: whoever dials
     it by name, as `https://master:6443`, is not refused)."""
-    ips = [ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]
+    ips = [ipaddress.ip_address(ip) for ip in ("127.0.0.1", "::1", KUBERNETES_SERVICE_IP)]
     names = ["localhost"] + SERVICE_NAMES
     hostname = socket.gethostname().lower()
     if re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", hostname):
@@ -292,6 +297,11 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
         path = out / file_name
         report.append((path, write_file(path, kubeconfig(user, row[0], server, cert_pem(ca_cert)), 0o600)))
 
+    # The key pair that signs and verifies ServiceAccount tokens (kubeadm
+    # names them sa.key and sa.pub). Kept: a new key would void every
+    # token pods hold.
+    report += service_account_keys(out, force)
+
     # The API server's credential for the kubelets' port (`kubectl logs`):
     # it presents the token, every kubelet accepts it. Kept, like the
     # other tokens, since the nodes hold copies.
@@ -301,6 +311,16 @@ def generate(out: Path, master_ips=(), master_names=(), nodes=(), apiserver=None
     else:
         report.append((client_token_path, write_file(client_token_path, (new_token() + "\n").encode(), 0o600)))
     return report, server, ips, dns_names
+
+
+def service_account_keys(out: Path, force: bool) -> list:
+    key_path, pub_path = out / "sa.key", out / "sa.pub"
+    if key_path.exists() and pub_path.exists() and not force:
+        return [(key_path, "kept"), (pub_path, "kept")]
+    key = new_key()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo)
+    return [(key_path, write_file(key_path, key_pem(key), 0o600)), (pub_path, write_file(pub_path, public, 0o644))]
 
 
 def remember_master(out: Path, master_ips, master_names, force: bool) -> tuple[list[str], list[str]]:
@@ -367,12 +387,13 @@ def main(argv=None) -> int:
     print(f"Server certificate is valid for: {', '.join(map(str, ips + dns_names))}")
     token = f"{d}/{KUBELET_CLIENT_TOKEN}"
     print("\nCopy to the control-plane machine (the API server reads the first four):")
-    print(f"  {d}/apiserver.crt {d}/apiserver.key {d}/tokens.csv {token} {d}/ca.crt")
+    print(f"  {d}/apiserver.crt {d}/apiserver.key {d}/tokens.csv {token} {d}/ca.crt {d}/sa.key {d}/sa.pub")
     print(f"  {d}/admin.kubeconfig {d}/scheduler.kubeconfig {d}/controller-manager.kubeconfig")
     print("  python 02-apiserver/apiserver.py --data-dir DATA "
           f"--tls-cert-file {d}/apiserver.crt --tls-private-key-file {d}/apiserver.key "
           f"--token-auth-file {d}/tokens.csv --authorization-policy-file 02-apiserver/policy.jsonl "
-          f"--kubelet-client-token-file {token}")
+          f"--kubelet-client-token-file {token} --service-account-signing-key-file {d}/sa.key "
+          f"--service-account-key-file {d}/sa.pub --root-ca-file {d}/ca.crt")
     for node in args.nodes:
         print(f"Copy to {node}: {d}/{node}.kubeconfig {d}/ca.crt {token}")
     if args.nodes:

@@ -19,6 +19,7 @@ import api_errors
 import decode
 import objects
 import registry
+import service_accounts
 from request_context import dry_run, existing, respond, selectors, server
 
 
@@ -189,6 +190,7 @@ def deleted(server_state, resource, obj: dict) -> None:
     """After an object is gone for good: a terminating namespace may now be empty."""
     if not admission.without_controller_manager(server_state):
         return
+    service_accounts.after_delete(server_state, resource, obj)   # `default` and the CA come back
     if resource.namespaced and obj["metadata"].get("namespace") not in _syncing:
         namespace = server_state.store.get(admission.NAMESPACES, "", obj["metadata"].get("namespace", ""))
         if namespace is not None and namespace["metadata"].get("deletionTimestamp"):

@@ -68,6 +68,8 @@ class NodeAuthorizer:
             return "no opinion", ""
         if a.is_resource_request and a.api_group == "" and a.resource in ("secrets", "configmaps"):
             return self._read_for_pods(node, a)
+        if a.is_resource_request and a.api_group == "" and a.resource == "serviceaccounts":
+            return self._token_for_pods(node, a)
         if a.is_resource_request and a.api_group == "coordination.k8s.io" and a.resource == "leases":
             return self._own_lease(node, a)
         if any(rbac.rule_allows(rule, a) for rule in self.node_rules):
@@ -80,6 +82,17 @@ class NodeAuthorizer:
         kind = "secret" if a.resource == "secrets" else "configMap"
         pods, _ = self.store.list(PODS, a.namespace)
         if any(p.get("spec", {}).get("nodeName") == node and a.name in referenced(p, kind) for p in pods):
+            return "allow", ""
+        return "no opinion", f"no relationship found between node '{node}' and this object"
+
+    def _token_for_pods(self, node: str, a: Attributes) -> tuple[str, str]:
+        """A token for a ServiceAccount some pod on this node runs as
+        (NodeRestriction then insists the token be bound to such a pod)."""
+        if a.verb != "create" or a.subresource != "token" or not a.name:
+            return "no opinion", "can only create tokens for individual service accounts"
+        pods, _ = self.store.list(PODS, a.namespace)
+        if any(p.get("spec", {}).get("nodeName") == node and p["spec"].get("serviceAccountName") == a.name
+               for p in pods):
             return "allow", ""
         return "no opinion", f"no relationship found between node '{node}' and this object"
 

@@ -8,7 +8,9 @@ admission plugin looks at the object. For a user system:node:NAME:
 - Lease (kube-node-lease): only the one named NAME;
 - Pod: its status only if spec.nodeName is NAME; a new pod only if it is
   a mirror pod (annotation kubernetes.io/config.mirror) bound to NAME;
-  deletion only of pods bound to NAME.
+  deletion only of pods bound to NAME;
+- a ServiceAccount token (serviceaccounts/NAME/token): only bound to a
+  pod bound to NAME, so a token a node holds dies with its pod.
 
 Messages are Kubernetes' (plugin/pkg/admission/noderestriction/admission.go),
 after `<resource> "<name>" is forbidden: `.
@@ -57,6 +59,26 @@ def admit_delete(server, obj: dict, resource) -> None:
         raise api_errors.APIError(403, "Forbidden", f'pods "{obj["metadata"]["name"]}" is forbidden: '
                                   f'node "{node}" can only delete pods with spec.nodeName set to itself')
 # [END node-restriction]
+
+
+def admit_token_request(info, ref, get_pod) -> None:
+    """A kubelet's TokenRequest must be bound to a pod (by name and uid)
+    that runs on its own node. get_pod(name) -> the pod, or None."""
+    node = _node_of_request()
+    if not node:
+        return
+    if not isinstance(ref, dict) or ref.get("apiVersion") != "v1" or ref.get("kind") != "Pod" or not ref.get("name"):
+        raise _forbidden(info, info.name, "node requested token not bound to a pod")
+    if not ref.get("uid"):
+        raise _forbidden(info, info.name, "node requested token with a pod binding without a uid")
+    pod = get_pod(ref["name"])
+    if pod is None:
+        raise api_errors.not_found("pods", ref["name"])
+    if ref["uid"] != pod["metadata"]["uid"]:
+        raise _forbidden(info, info.name, f"the UID in the bound object reference ({ref['uid']}) does not match "
+                         "the UID in record. The object might have been deleted and then recreated")
+    if (pod.get("spec") or {}).get("nodeName") != node:
+        raise _forbidden(info, info.name, "node requested token bound to a pod scheduled on a different node")
 
 
 def _forbidden(info, name: str, why: str) -> api_errors.APIError:

@@ -135,6 +135,8 @@ def component_roles() -> list[dict]:
             rule(READ + ("create", "delete"), [""], ["pods"]),
             rule(READ, [""], ["services", "endpoints", "configmaps", "secrets"]),
             rule(["create", "update", "patch"], [""], ["events"]),
+            # Its pods' ServiceAccount tokens (the Node authorizer narrows it to those pods).
+            rule(["create"], [""], ["serviceaccounts/token"]),
             rule(["get", "create", "update", "patch", "delete"], ["coordination.k8s.io"], ["leases"])]),
         cluster_role("system:kube-scheduler", [
             rule(["create", "update", "patch"], [""], ["events"]),
@@ -156,7 +158,7 @@ def component_roles() -> list[dict]:
         # generic-garbage-collector roles allow; what it creates is listed.
         cluster_role("groundup:controller-manager", [
             rule(READ + ("update", "patch", "delete", "deletecollection"), ["*"], ["*"]),
-            rule(["create"], [""], ["pods", "endpoints", "events"]),
+            rule(["create"], [""], ["pods", "endpoints", "events", "serviceaccounts", "configmaps"]),
             rule(["create"], ["apps"], ["replicasets"]),
             rule(["create"], ["batch"], ["jobs"]),
             rule(["create"], ["discovery.k8s.io"], ["endpointslices"]),

@@ -94,6 +94,10 @@ RESOURCES += (
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
 )
+# Who a program in a pod is: its token (sa_tokens.py) names one of these.
+RESOURCES += (
+    Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),
+)
 # Not stored: questions for the authorizer, see access_review.py.
 RESOURCES += (
     Resource("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", False,

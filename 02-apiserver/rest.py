@@ -35,6 +35,7 @@ import decode
 import gauntlet
 import request_info
 import subresources
+import token_request
 import watch
 from deletion import delete, delete_collection
 from kubectl_compat import printers
@@ -131,5 +132,6 @@ _HANDLERS = {
     ("delete", ""): delete, ("deletecollection", ""): delete_collection,
     ("get", "status"): get_one, ("update", "status"): update, ("patch", "status"): patch,
     ("update", "finalize"): finalize,
+    ("create", "token"): token_request.create_token,     # serviceaccounts/NAME/token
     **subresources.HANDLERS,
 }

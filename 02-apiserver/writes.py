@@ -26,6 +26,7 @@ import custom_resources
 import decode
 import objects
 import rbac_escalation
+import service_accounts
 from authentication import INSECURE_USER
 from deletion import finish_deletion_if_done
 from kubectl_compat import patches
@@ -114,7 +115,11 @@ def _store_create(info, obj: dict, body: bytes):
         g.created = obj["metadata"].get("name")       # the audit line names what was made
         if dry_run():
             return respond(obj, 201, warnings)
-        return respond(server().store.create(info.resource, obj), 201, warnings)
+        created = server().store.create(info.resource, obj)
+        if info.resource.kind == "Namespace" and not info.resource.group:
+            # With NoControllerManager: its `default` ServiceAccount and kube-root-ca.crt.
+            service_accounts.ensure_namespace_defaults(server(), created["metadata"]["name"])
+        return respond(created, 201, warnings)
 
 
 def _allocating(info, obj: dict, old: dict | None = None):

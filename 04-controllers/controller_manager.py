@@ -38,6 +38,7 @@ from namespace import NamespaceController  # noqa: E402
 from node_ipam import NodeIpamController  # noqa: E402
 from node_lifecycle import NodeLifecycleController  # noqa: E402
 from replicaset import ReplicaSetController, ReplicationControllerController  # noqa: E402
+from serviceaccounts import RootCACertPublisher, ServiceAccountsController  # noqa: E402
 
 # Kubernetes' names, in the order they start.
 CONTROLLERS = {
@@ -53,6 +54,8 @@ CONTROLLERS = {
     "nodeipam": NodeIpamController,
     "garbagecollector": GarbageCollector,
     "namespace": NamespaceController,
+    "serviceaccount": ServiceAccountsController,
+    "root-ca-cert-publisher": RootCACertPublisher,
 }
 
 
@@ -87,6 +90,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--node-cidr-mask-size", type=int, default=24, help="prefix length of each node's range")
     parser.add_argument("--max-endpoints-per-slice", type=int, default=MAX_ENDPOINTS_PER_SLICE,
                         help=f"endpoints in one EndpointSlice at most (default {MAX_ENDPOINTS_PER_SLICE})")
+    parser.add_argument("--root-ca-file", help="the CA published in every namespace as the kube-root-ca.crt "
+                                               "ConfigMap (make certs: .certs/ca.crt); without it, none is")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
     leader_election.add_flags(parser, "kube-controller-manager")
@@ -100,7 +105,8 @@ def settings(args: argparse.Namespace) -> dict[str, dict]:
                               "grace_period": args.node_monitor_grace_period,
                               "default_toleration_seconds": args.default_toleration_seconds},
             "nodeipam": {"cluster_cidr": args.cluster_cidr, "node_cidr_mask_size": args.node_cidr_mask_size},
-            "endpointslice": {"max_endpoints_per_slice": args.max_endpoints_per_slice}}
+            "endpointslice": {"max_endpoints_per_slice": args.max_endpoints_per_slice},
+            "root-ca-cert-publisher": {"root_ca_file": args.root_ca_file}}
 
 
 def start_controllers(controllers: list, log) -> None:

@@ -94,6 +94,7 @@ KINDS: dict[tuple[str, str], KindRules] = {
                                                      discovery.validate_endpoint_slice_update),
 }
 # [END kind-rules]
+KINDS[("", "ServiceAccount")] = KindRules("v1", True, core.validate_service_account)
 # Who may do what (RBAC); their names may hold ":", as in system:node.
 KINDS.update({
     ("rbac.authorization.k8s.io", "Role"): KindRules("rbac.authorization.k8s.io/v1", True, rbac.validate_role,

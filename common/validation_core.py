@@ -638,6 +638,21 @@ def validate_immutable_data_update(new: dict, old: dict, fields) -> list[FieldEr
     return errs
 
 
+def validate_service_account(obj: dict) -> list[FieldError]:
+    """A ServiceAccount holds little: whether its pods get a token by
+    default, and references by name (Kubernetes' ValidateServiceAccount
+    checks only its metadata; the shapes below are its field types)."""
+    errs: list[FieldError] = []
+    _get_bool(errs, obj.get("automountServiceAccountToken"), "automountServiceAccountToken")
+    for field in ("secrets", "imagePullSecrets"):
+        for i, ref in enumerate(_get_list(errs, obj.get(field), field) or []):
+            if not isinstance(ref, dict):
+                errs.append(_type_error(index(field, i), ref, "an object with a name"))
+            else:
+                _get_str(errs, ref.get("name"), child(index(field, i), "name"))
+    return errs
+
+
 def validate_config_map_update(new: dict, old: dict) -> list[FieldError]:
     return validate_immutable_data_update(new, old, ("data", "binaryData"))
 
@@ -654,4 +669,4 @@ __all__ = ["FIELD_IMMUTABLE", "validate_namespace",
            "validate_namespace_status", "validate_node", "validate_node_status",
            "validate_node_update", "validate_service", "validate_service_update",
            "validate_endpoints", "validate_event", "validate_config_map",
-           "validate_config_map_update", "validate_secret", "validate_secret_update"]
+           "validate_config_map_update", "validate_secret", "validate_service_account", "validate_secret_update"]

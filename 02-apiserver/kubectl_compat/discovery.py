@@ -27,9 +27,10 @@ KUBERNETES_MINOR = "32"     # the kubectl dispatcher picks its kubectl by this: 
 # first, 1.27-1.29 for v2beta1 only; the two have the same shape.
 AGGREGATED_VERSIONS = ("v2", "v2beta1")
 
-_SUBRESOURCE_KIND = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding")}
+_SUBRESOURCE_KIND = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding"),
+                     "token": ("authentication.k8s.io", "v1", "TokenRequest")}
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                      "binding": ["create"], "log": ["get"], "finalize": ["update"]}
+                      "binding": ["create"], "log": ["get"], "finalize": ["update"], "token": ["create"]}
 
 
 @bp.get("/version", strict_slashes=False)

@@ -317,6 +317,12 @@ def _subresource_operations(sub: str, op_name: str, r: registry.Resource,
         return {"post": _operation("post", f"create{op_name}", f"create binding of a {r.kind}",
                                    binding_gvk, binding, body=binding, params=_WRITE_PARAMS,
                                    codes=("200", "201", "202"))}
+    if sub == "token":      # serviceaccounts/NAME/token: `kubectl create token`
+        token_gvk = {"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"}
+        token = _content(_ref_to("io.k8s.api.authentication.v1.TokenRequest"))
+        return {"post": _operation("post", f"create{op_name}", f"create token of a {r.kind}",
+                                   token_gvk, token, body=token, params=_WRITE_PARAMS,
+                                   codes=("200", "201", "202"))}
     if sub == "finalize":   # namespaces/NAME/finalize: PUT a Namespace, only spec.finalizers is read
         return {"put": _operation("put", f"replace{op_name}", f"replace finalize of the specified {r.kind}",
                                   gvk, one, body=_content(one["content"]["application/json"]["schema"]),

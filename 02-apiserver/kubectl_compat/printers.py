@@ -321,6 +321,10 @@ def created_at_cells(obj: dict, now: datetime) -> list:
     return [name_of(obj), as_str(as_dict(obj.get("metadata")).get("creationTimestamp")) or "<unknown>"]
 
 
+def service_account_cells(account: dict, now: datetime) -> list:
+    return [name_of(account), len(account.get("secrets") or []), age(account, now)]
+
+
 def secret_cells(secret: dict, now: datetime) -> list:
     return [name_of(secret), as_str(secret.get("type")), len(as_dict(secret.get("data"))), age(secret, now)]
 
@@ -479,6 +483,8 @@ PRINTERS: dict[tuple[str, str], Printer] = {
     ("", "ConfigMap"): Printer((NAME, Column("Data", "Number of keys."), AGE), configmap_cells),
     ("", "LimitRange"): Printer((NAME, Column("Created At", "When the object was created.", "date")),
                                 created_at_cells),
+    ("", "ServiceAccount"): Printer((NAME, Column("Secrets", "Secrets the account lists (legacy tokens).",
+                                                  "integer"), AGE), service_account_cells),
     ("", "Secret"): Printer((NAME, Column("Type", "What the secret holds, e.g. Opaque."),
                              Column("Data", "Number of keys."), AGE), secret_cells),
     ("apps", "ReplicaSet"): Printer((

@@ -212,6 +212,9 @@ def main(argv: list[str] | None = None) -> None:
     # CustomResourceDefinition's Go type lives in k8s.io/apiextensions-apiserver,
     # not k8s.io/api, and kubectl sends it as JSON: it has no row here.
     resources = [r for r in registry.RESOURCES if r.group != "apiextensions.k8s.io"]
+    # Not served kinds, but bodies kubectl sends as protobuf to a subresource:
+    # `kubectl create token` POSTs a TokenRequest to serviceaccounts/NAME/token.
+    resources += [registry.Resource("authentication.k8s.io", "v1", "TokenRequest", "", True)]
     for resource in resources:
         package = api_package(resource.group, resource.version)
         PACKAGES.setdefault(package, ("api", package))

@@ -67,7 +67,7 @@ def snapshot(d: Path) -> dict[str, bytes]:
 
 def test_every_file_is_there(out):
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "tokens.csv", "kubelet-client.token",
+        ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "tokens.csv", "kubelet-client.token", "sa.key", "sa.pub",
          "master-addresses", *FILES.values()])
 
 
@@ -104,7 +104,7 @@ def test_server_certificate_is_for_serving_only(out):
     assert set(san.get_values_for_type(x509.DNSName)) == {
         "localhost", "master.example", socket.gethostname().lower(), *certs.SERVICE_NAMES}
     assert set(san.get_values_for_type(x509.IPAddress)) == {
-        ipaddress.ip_address(ip) for ip in ("127.0.0.1", "::1", "10.240.0.10")}
+        ipaddress.ip_address(ip) for ip in ("127.0.0.1", "::1", "10.240.0.10", certs.KUBERNETES_SERVICE_IP)}
     eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(eku) == [x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]
     assert cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca is False

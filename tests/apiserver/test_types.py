@@ -298,4 +298,4 @@ def test_kubectl_apply_of_a_list_affinity_says_what_is_wrong(kubectl, apiserver,
     stderr = k.fails("apply", "--server-side", "-f", str(tmp_path / "bad.yaml"))
     assert "failed to create typed patch object" in stderr and "expected map, got" in stderr
     # Nothing bad was stored, so describe still reads the whole namespace.
-    assert k("describe", "pods").startswith("Name:         good\n")
+    assert k("describe", "pods").startswith("Name:             good\n")   # aligned with "Service Account:"

@@ -76,9 +76,11 @@ def test_expectations_hold_reconcile_until_the_creates_are_seen():
 
 @pytest.mark.parametrize("spec, names", [
     ("*", ["replicaset", "replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
-           "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
+           "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace", "serviceaccount",
+           "root-ca-cert-publisher"]),
     ("*,-replicaset", ["replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
-                       "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace"]),
+                       "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace",
+                       "serviceaccount", "root-ca-cert-publisher"]),
     ("replicaset", ["replicaset"]),
 ])
 def test_choosing_controllers(spec, names):

@@ -88,8 +88,13 @@ def test_payloads(volume, expected):
     ({"downwardAPI": {"items": [{"path": "cpu", "resourceFieldRef": {"resource": "limits.cpu"}}]}},
      "spec.volumes[3].downwardAPI.items[0].resourceFieldRef.containerName: Required value"),
     ({"projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}},
-     "spec.volumes[3].projected.sources[0].serviceAccountToken: not supported by this kubelet: its API server "
-     "does not issue ServiceAccount tokens or trust bundles yet"),
+     "failed to fetch token: this kubelet has no API server"),
+    ({"projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 60}}]}},
+     "spec.volumes[3].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: may not "
+     "specify a duration less than 10 minutes"),
+    ({"projected": {"sources": [{"clusterTrustBundle": {"path": "ca.pem", "name": "x"}}]}},
+     "spec.volumes[3].projected.sources[0].clusterTrustBundle: not supported by this kubelet: its API server "
+     "does not serve trust bundles"),
 ])
 def test_refusals_name_the_volume_and_the_field(volume, message):
     with pytest.raises(MountError) as refused:

@@ -347,9 +347,10 @@ def test_a_projected_volume_merges_its_sources_and_refuses_service_account_token
     cluster.run(token, [sleeper(**mounted("token", "/var/run/token"))],
                 [{"name": "token", "projected": {"sources": [
                     {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}}]}}])
-    assert cluster.event(token, "FailedMount")["message"] == (
-        'MountVolume.SetUp failed for volume "token" : spec.volumes[0].projected.sources[0].serviceAccountToken: '
-        "not supported by this kubelet: its API server does not issue ServiceAccount tokens or trust bundles yet")
+    # This module's API server has no signing key: the pod waits, and says why.
+    assert cluster.event(token, "FailedMount")["message"].startswith(
+        'MountVolume.SetUp failed for volume "token" : failed to fetch token: ')
+    assert "--service-account-signing-key-file" in cluster.event(token, "FailedMount")["message"]
     cluster.delete_pod(name)
     cluster.delete_pod(token)
 
@@ -588,8 +589,7 @@ def test_the_dapi_envars_example_prints_the_pods_fields(cluster, kubectl, busybo
     logs = wait_for(lambda: (out := kubectl_run(kubectl, cluster, tmp_path, "logs", "dapi-envars-fieldref")).strip()
                     and out, 30, what="the example's first lines")
     # The page's output: the node, the pod's name, namespace and IP, and its
-    # service account, which is empty here: this API server does not yet
-    # give pods the "default" ServiceAccount (issue 27).
+    # service account, `default` (the ServiceAccount admission plugin's).
     node, ip = cluster.kubelet.node_name, running["status"]["podIP"]
-    assert logs.startswith(f"\n{node}\ndapi-envars-fieldref\ndefault\n{ip}\n\n"), logs
+    assert logs.startswith(f"\n{node}\ndapi-envars-fieldref\ndefault\n{ip}\ndefault\n"), logs
     cluster.delete_pod("dapi-envars-fieldref")
