@@ -104,6 +104,15 @@ class Client:
         return self.request("DELETE", path, body, **kw)
 
 
+def make_certs(out: Path, nodes: str = "node1") -> Path:
+    """What `make certs` writes (certs.py: the CA, the server's certificate,
+    tokens and kubeconfigs) into out, for a server on a test's own port:
+    the kubeconfigs' address is a placeholder the tests do not use."""
+    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
+                    "--nodes", nodes, "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    return out
+
+
 def unique(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 

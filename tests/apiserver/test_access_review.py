@@ -7,13 +7,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import abac
-from apiserver_harness import ROOT, Client
+from apiserver_harness import Client, ROOT, make_certs
 from authentication import User
 from test_gauntlet import SecureServer, as_user
 
@@ -23,9 +22,7 @@ NODE = "system:node:node1"
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
-                    "--nodes", "node1", "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    out = make_certs(tmp_path_factory.mktemp("certs"))
     return out
 
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 import requests
 
-from apiserver_harness import APISERVER, ROOT, APIServer, Client, pod, unique
+from apiserver_harness import APISERVER, APIServer, Client, ROOT, make_certs, pod, unique
 from polling import free_port
 
 POLICY = ROOT / "02-apiserver" / "policy.jsonl"
@@ -17,10 +17,7 @@ POLICY = ROOT / "02-apiserver" / "policy.jsonl"
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
-                    "--nodes", "node1", "--apiserver", "https://127.0.0.1:1"], check=True,
-                   capture_output=True)
+    out = make_certs(tmp_path_factory.mktemp("certs"))
     return out
 
 

@@ -21,15 +21,13 @@ import socket
 import ssl
 import statistics
 import struct
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from apiserver_harness import ROOT, APIServer, pod, unique
+from apiserver_harness import APIServer, make_certs, pod, unique
 from polling import free_port, wait_for
 
 REQUEST_TIMEOUT = 2
@@ -41,9 +39,7 @@ PATIENCE = REQUEST_TIMEOUT + 10  # a stalled connection is gone by then: deadlin
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
-                    "--nodes", "node1", "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    out = make_certs(tmp_path_factory.mktemp("certs"))
     return out
 
 

@@ -2,13 +2,11 @@
 each trying its own objects and the other node's, over real HTTPS."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 
 import node_authorizer
-from apiserver_harness import ROOT, Client, unique
+from apiserver_harness import Client, make_certs, unique
 from test_gauntlet import SecureServer
 
 PLUGINS = "NamespaceLifecycle,LimitRanger,DenyPrivileged,NoControllerManager,NodeRestriction"
@@ -16,9 +14,7 @@ PLUGINS = "NamespaceLifecycle,LimitRanger,DenyPrivileged,NoControllerManager,Nod
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
-                    "--nodes", "node1,node2", "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    out = make_certs(tmp_path_factory.mktemp("certs"), nodes='node1,node2')
     return out
 
 

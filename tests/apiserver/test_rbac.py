@@ -13,7 +13,7 @@ import pytest
 import rbac
 import rbac_escalation
 from abac import Attributes
-from apiserver_harness import ROOT, Client, unique
+from apiserver_harness import Client, ROOT, make_certs, unique
 from polling import wait_for
 from rbac import PolicyRule
 from test_gauntlet import SecureServer
@@ -103,9 +103,7 @@ def test_missing_rights_print_as_kubernetes_prints_them():
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
-                    "--nodes", "node1", "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    out = make_certs(tmp_path_factory.mktemp("certs"))
     with open(out / "tokens.csv", "a") as tokens:
         for name, token in TOKENS.items():
             tokens.write(f"{token},{name},{name}-uid\n")

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from apiserver_harness import ROOT, APIServer, Client, unique
+from apiserver_harness import APIServer, Client, ROOT, make_certs, unique
 from polling import wait_for
 from test_gauntlet import SecureServer
 
@@ -25,9 +25,7 @@ MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("certs")
-    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(out),
-                    "--nodes", "node1,node2", "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    out = make_certs(tmp_path_factory.mktemp("certs"), nodes='node1,node2')
     return out
 
 
