@@ -67,16 +67,25 @@ def kubectl() -> str:
 
 
 # `make test` runs the suite on two workers (pytest-xdist). Whatever shares
-# this computer's state runs on one worker, one test at a time, as in a
-# plain run: Docker containers, the lessons (fixed ports 6443, 8080,
-# 10255...), the machines (network namespaces, iptables) and the set-up
-# script. Everything else (an API server on a free loopback port, plain
-# code) runs beside them on the other worker, a module at a time. The
-# worker is chosen by file (xdist's scheduler sees test ids, not fixtures),
-# so a test elsewhere that needs Docker is an error that names its file.
-ONE_AT_A_TIME = ("tests/lessons/", "tests/network/", "tests/kubelet/", "tests/test_setup_machine.py",
-                 "tests/test_docker_requirement.py", "tests/apiserver/test_kubectl_versions.py",
-                 "tests/apiserver/test_pod_log.py", "tests/scheduler/test_with_kubelets.py")
+# this computer's state runs one test at a time, as in a plain run, in one
+# of two groups that never touch each other's state:
+# - THIS_COMPUTER: the lessons (fixed ports 6443, 8080, 10255..., fixed
+#   /tmp paths, node names node1 and node2), the machines (network
+#   namespaces, iptables, a dockerd each), the set-up script, the kubectl
+#   versions matrix;
+# - DOCKER: tests that run kubelets on this computer's Docker engine, each
+#   under a node name of its own (test-<random>), on free ports, removing
+#   only its own node's containers.
+# Each group is one xdist scope, so it runs on one worker, one test at a
+# time; the two groups, and everything else (an API server on a free
+# loopback port, plain code), a module at a time, share the two workers.
+# The worker is chosen by file (xdist's scheduler sees test ids, not
+# fixtures), so a test elsewhere that needs Docker is an error naming its file.
+THIS_COMPUTER = ("tests/lessons/", "tests/network/", "tests/test_setup_machine.py",
+                 "tests/apiserver/test_kubectl_versions.py")
+DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver/test_pod_log.py",
+          "tests/scheduler/test_with_kubelets.py")
+ONE_AT_A_TIME = THIS_COMPUTER + DOCKER
 
 
 def shares_this_computer(nodeid: str) -> bool:
@@ -88,7 +97,12 @@ def pytest_xdist_make_scheduler(config, log):
 
     class OneAtATimeScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "this computer" if shares_this_computer(nodeid) else super()._split_scope(nodeid)
+            path = nodeid.split("::")[0]
+            if path.startswith(THIS_COMPUTER):
+                return "this computer"
+            if path.startswith(DOCKER):
+                return "this computer's Docker"
+            return super()._split_scope(nodeid)
 
     return OneAtATimeScheduling(config, log)
 
@@ -97,5 +111,5 @@ def pytest_collection_modifyitems(config, items):
     astray = sorted({item.nodeid.split("::")[0] for item in items
                      if "docker_client" in item.fixturenames and not shares_this_computer(item.nodeid)})
     if astray:
-        raise pytest.UsageError(f"{', '.join(astray)} use Docker: add them to ONE_AT_A_TIME in tests/conftest.py, "
+        raise pytest.UsageError(f"{', '.join(astray)} use Docker: add them to DOCKER in tests/conftest.py, "
                                 "so that they run on the worker that has this computer to itself")

@@ -316,7 +316,8 @@ EXAMPLE = [
     (CONTROLLERS, res("update", "nodes", name="n1"), True),       # taints, conditions, podCIDR
     (CONTROLLERS, res("update", "daemonsets", "d", "apps", "a"), True),
     (CONTROLLERS, res("update", "jobs", "d", "batch", "j"), True),
-    (CONTROLLERS, res("update", "configmaps", "d", name="c"), False),
+    (CONTROLLERS, res("update", "configmaps", "d", name="c"), True),      # kube-root-ca.crt
+    (CONTROLLERS, res("create", "serviceaccounts", "d"), True),           # each namespace's default
     # the viewer
     *[(VIEWER, res(v, r, ns, g), True) for v in ("get", "list", "watch")
       for r, ns, g in (("pods", "d", ""), ("nodes", "", ""), ("deployments", "d", "apps"))],
