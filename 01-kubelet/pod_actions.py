@@ -286,11 +286,7 @@ def _init_done(pod: dict, spec: dict, apps: list[ContainerInfo], sandbox: Contai
     if pod["spec"].get("restartPolicy", "Always") == "Never":
         actions.kill_pod = True                       # the pod has failed
         return False
-    if crash_backoff.in_backoff_since(key, current.finished_at or now):
-        actions.waiting[name] = Waiting("CrashLoopBackOff", _crash_message(pod, name, crash_backoff.delay(key)),
-                                        now, key.spec_hash)
-    else:
-        actions.start.append(Start(spec, current.restart_count + 1, after_crash=True, backoff_key=key))
+    _restart_after_crash(pod, spec, current, key, crash_backoff, now, actions)
     return False
 
 
@@ -315,11 +311,8 @@ def plan_sidecar(pod: dict, spec: dict, apps: list[ContainerInfo], sandbox: Cont
     if current.never_started:
         actions.remove.append(current)
         actions.start.append(Start(spec, current.restart_count, after_crash=False, backoff_key=key))
-    elif crash_backoff.in_backoff_since(key, current.finished_at or now):
-        actions.waiting[name] = Waiting("CrashLoopBackOff", _crash_message(pod, name, crash_backoff.delay(key)),
-                                        now, key.spec_hash)
     else:
-        actions.start.append(Start(spec, current.restart_count + 1, after_crash=True, backoff_key=key))
+        _restart_after_crash(pod, spec, current, key, crash_backoff, now, actions)
     return False
 
 
@@ -337,6 +330,17 @@ def _finish_with_sidecars(pod: dict, apps: list[ContainerInfo], actions: PodActi
     for name in sidecars:
         actions.waiting.pop(name, None)
     actions.kill_pod = True
+
+
+def _restart_after_crash(pod: dict, spec: dict, current: ContainerInfo, key: cfg.BackoffKey,
+                         crash_backoff: Backoff, now: float, actions: PodActions) -> None:
+    """An init container or sidecar that exited: start it again, or wait out
+    its crash-loop back-off first, as plan_container does for app containers."""
+    if crash_backoff.in_backoff_since(key, current.finished_at or now):
+        message = _crash_message(pod, spec["name"], crash_backoff.delay(key))
+        actions.waiting[spec["name"]] = Waiting("CrashLoopBackOff", message, now, key.spec_hash)
+    else:
+        actions.start.append(Start(spec, current.restart_count + 1, after_crash=True, backoff_key=key))
 
 
 def _first_start(pod: dict, spec: dict, apps: list[ContainerInfo]) -> Start:
