@@ -6,7 +6,6 @@ kubelet), and everything it made is removed afterwards, also on failure.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -128,14 +127,28 @@ class Kubelet:
 
     def cleanup(self) -> None:
         self.stop(signal.SIGKILL)
-        # Gone already is fine (a `kubelet.py --cleanup --all-nodes` run
-        # meanwhile on this machine's Docker): the point is that it is gone.
         for container in self.containers():
-            with contextlib.suppress(docker.errors.NotFound):
-                container.remove(force=True)
+            remove_eventually(container)
         for volume in self.docker.volumes.list(filters={"label": f"{NODE_LABEL}={self.node_name}"}):
-            with contextlib.suppress(docker.errors.NotFound):
-                volume.remove(force=True)
+            remove_eventually(volume)
+
+
+def remove_eventually(thing, timeout: float = 20) -> None:
+    """Remove a container or volume. Gone already is fine (a `kubelet.py
+    --cleanup` run meanwhile): the point is that it is gone. Docker's 409
+    (its removal already in progress, or a volume still held by a container
+    being removed) means: ask again shortly, until the deadline."""
+    def removed() -> bool:
+        try:
+            thing.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as error:
+            if error.status_code == 409:
+                return False
+            raise
+        return True
+    wait_for(removed, timeout, what=f"Docker to remove {getattr(thing, 'name', thing)}")
 
 
 def wait_for_pod(get, name: str, check, timeout: float, what: str, context) -> dict:
