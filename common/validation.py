@@ -549,6 +549,30 @@ def _validate_volume_source(errs, kind: str, source: dict, path: str) -> None:
         if kind != "persistentVolumeClaim":
             _get_int(errs, source.get("defaultMode"), child(path, "defaultMode"),
                      0, 0o777, _FILE_MODE_MSG)
+            for _, item_path, item in _items(errs, source.get("items"), child(path, "items"), "items"):
+                _validate_key_to_path(errs, item, item_path)
+
+
+def _validate_key_to_path(errs, item: dict, path: str) -> None:
+    """One of a configMap or secret volume's items: a key, the relative path
+    the kubelet writes it to inside the volume, a mode (K8S validateKeyToPath
+    and ValidateLocalNonReservedPath, pkg/apis/core/validation/validation.go):
+    a path may not climb out of the volume, nor start with the `..` the
+    kubelet's atomic writer keeps for itself (`..data`)."""
+    if item.get("key") in (None, ""):
+        errs.append(required(child(path, "key"), ""))
+    _get_str(errs, item.get("key"), child(path, "key"))
+    target = _get_str(errs, item.get("path"), child(path, "path"))
+    if item.get("path") in (None, ""):
+        errs.append(required(child(path, "path"), ""))
+    elif target:
+        if target.startswith("/"):
+            errs.append(invalid(child(path, "path"), target, "must be a relative path"))
+        if ".." in target.split("/"):
+            errs.append(invalid(child(path, "path"), target, "must not contain '..'"))
+        elif target.startswith(".."):
+            errs.append(invalid(child(path, "path"), target, "must not start with '..'"))
+    _get_int(errs, item.get("mode"), child(path, "mode"), 0, 0o777, _FILE_MODE_MSG)
 
 
 # Sources that point at another object: (its name field, its boolean flag).

@@ -349,6 +349,21 @@ KUBERNETES_WORDING = [
      ['spec.volumes[1].hostPath.type: Unsupported value: "Dir": supported values: "", '
       '"BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", '
       '"FileOrCreate", "Socket"', LOGS_MOUNT_GONE]),
+    # configMap and secret items: K8S validateKeyToPath, ValidateLocalNonReservedPath
+    ("configMap-items-fine", {"spec.volumes[0]": {"name": "data", "configMap": {"name": "c", "items": [
+        {"key": "a", "path": "conf/a.ini", "mode": 0o400}]}}}, []),
+    ("configMap-item-escapes", {"spec.volumes[0]": {"name": "data", "configMap": {"name": "c", "items": [
+        {"key": "a", "path": "../../etc/passwd"}, {"key": "b", "path": "/abs"}, {"key": "c", "path": "..data"},
+        {"path": "x", "mode": 0o1777}]}}},
+     ['spec.volumes[0].configMap.items[0].path: Invalid value: "../../etc/passwd": must not contain \'..\'',
+      'spec.volumes[0].configMap.items[1].path: Invalid value: "/abs": must be a relative path',
+      'spec.volumes[0].configMap.items[2].path: Invalid value: "..data": must not start with \'..\'',
+      "spec.volumes[0].configMap.items[3].key: Required value",
+      "spec.volumes[0].configMap.items[3].mode: Invalid value: 1023: "
+      "must be a number between 0 and 0777 (octal), both inclusive", DATA_MOUNT_GONE]),
+    ("secret-item-no-path", {"spec.volumes[0]": {"name": "data", "secret": {"secretName": "s", "items": [
+        {"key": "tls.crt"}]}}},
+     ["spec.volumes[0].secret.items[0].path: Required value", DATA_MOUNT_GONE]),
     ("emptyDir-sizeLimit-negative", {"spec.volumes[0].emptyDir.sizeLimit": "-1Gi"},
      ["spec.volumes[0].emptyDir.sizeLimit: Forbidden: "
       "SizeLimit field must be a valid resource quantity", DATA_MOUNT_GONE]),
