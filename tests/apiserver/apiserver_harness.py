@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -17,6 +16,7 @@ from pathlib import Path
 import requests
 
 from polling import free_port, wait_for
+from common.processes import stop_within
 
 ROOT = Path(__file__).resolve().parents[2]
 APISERVER = ROOT / "02-apiserver" / "apiserver.py"
@@ -54,12 +54,7 @@ class APIServer:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_within(self.process, 10)
 
     def kill(self) -> None:
         """SIGKILL: no clean-up, no flush, as a power cut would."""

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from apiserver_harness import ROOT, APIServer, Client, unique  # noqa: F401 (re-exported)
+from common.processes import stop_within
 from polling import wait_for  # noqa: F401 (re-exported)
 
 CONTROLLER_MANAGER = ROOT / "04-controllers" / "controller_manager.py"
@@ -45,12 +46,7 @@ class ControllerManager:
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_within(self.process, 10)
 
 
 def make_namespace(api: Client) -> str:

@@ -12,13 +12,13 @@ Builders for the unit tests are here too: `make_pod(...)` and
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from apiserver_harness import ROOT, APIServer, Client, unique  # noqa: F401 (re-exported)
 from polling import wait_for  # noqa: F401 (re-exported)
+from common.processes import stop_within
 
 SCHEDULER = ROOT / "03-scheduler" / "scheduler.py"
 
@@ -112,12 +112,7 @@ class SchedulerProcess:
 
     def stop(self) -> int | None:
         if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_within(self.process, 15)
         return self.process.returncode if self.process else None
 
 

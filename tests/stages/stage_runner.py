@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "apiserver"))
 sys.path.insert(0, str(ROOT / "tests"))
 from apiserver_harness import APIServer, Client  # noqa: E402
+from common.processes import stop_within
 
 LOG_LINES = 12          # of the learner's log shown under a failure
 COLOURS = re.compile(r"\x1b\[[0-9;]*m")     # terminal colour codes (Flask's log has them)
@@ -94,12 +94,7 @@ class Program:
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_within(self.process, 10)
 
 
 class StageContext:
