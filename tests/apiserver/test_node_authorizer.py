@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import node_authorizer
-from apiserver_harness import Client, make_certs, unique
-from test_gauntlet import SecureServer
+from apiserver_harness import make_certs, unique
+from test_gauntlet import SecureServer, as_user  # as_user: a client signed in with a user's token
 
 PLUGINS = "NamespaceLifecycle,LimitRanger,DenyPrivileged,NoControllerManager,NodeRestriction"
 
@@ -26,19 +26,11 @@ def server(tmp_path_factory, certs):
     started.stop()
 
 
-def client(server, certs, user: str) -> Client:
-    c = Client(server.secure_url)
-    c.session.verify = str(certs / "ca.crt")
-    token = next(line.split(",")[0] for line in (certs / "tokens.csv").read_text().splitlines()
-                 if line.split(",")[1] == user)
-    c.session.headers["Authorization"] = f"Bearer {token}"
-    return c
-
 
 @pytest.fixture(scope="module")
 def world(server, certs):
     """Per node: a Node, a Lease, and a pod bound to it that uses a Secret and a ConfigMap of its own."""
-    admin = client(server, certs, "admin")
+    admin = as_user(server, certs, "admin")
     ns = unique("nodes")
     assert admin.post("/api/v1/namespaces", {"metadata": {"name": ns}}).status_code == 201
     for node in ("node1", "node2"):
@@ -61,7 +53,7 @@ def world(server, certs):
 
 
 def test_a_node_reads_only_its_own_pods_secrets_and_config_maps(server, certs, world):
-    node1 = client(server, certs, "system:node:node1")
+    node1 = as_user(server, certs, "system:node:node1")
     assert node1.get(f"/api/v1/namespaces/{world}/secrets/node1-secret").status_code == 200
     assert node1.get(f"/api/v1/namespaces/{world}/configmaps/node1-config").status_code == 200
     refused = node1.get(f"/api/v1/namespaces/{world}/secrets/node2-secret")
@@ -77,7 +69,7 @@ def test_a_node_reads_only_its_own_pods_secrets_and_config_maps(server, certs, w
 
 
 def test_a_node_changes_only_its_own_node_and_lease(server, certs, world):
-    node1 = client(server, certs, "system:node:node1")
+    node1 = as_user(server, certs, "system:node:node1")
     label = {"metadata": {"labels": {"checked": "yes"}}}
     assert node1.patch("/api/v1/nodes/node1", label).status_code == 200
     refused = node1.patch("/api/v1/nodes/node2", label)
@@ -98,7 +90,7 @@ def test_a_node_changes_only_its_own_node_and_lease(server, certs, world):
 
 
 def test_a_node_writes_only_its_own_pods_status(server, certs, world):
-    node1 = client(server, certs, "system:node:node1")
+    node1 = as_user(server, certs, "system:node:node1")
     status = {"status": {"phase": "Running"}}
     pods = f"/api/v1/namespaces/{world}/pods"
     assert node1.patch(f"{pods}/on-node1/status", status).status_code == 200
@@ -115,11 +107,11 @@ def test_a_node_writes_only_its_own_pods_status(server, certs, world):
 
 
 def test_other_users_are_left_to_rbac(server, certs, world):
-    viewer = client(server, certs, "viewer")
+    viewer = as_user(server, certs, "viewer")
     assert viewer.get(f"/api/v1/namespaces/{world}/pods").status_code == 200         # RBAC's view
     assert viewer.get(f"/api/v1/namespaces/{world}/secrets/node1-secret").status_code == 403
     # With the Node authorizer, the binding that gave every node system:node is not made.
-    admin = client(server, certs, "admin")
+    admin = as_user(server, certs, "admin")
     assert admin.get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/groundup:nodes").status_code == 404
 
 
@@ -128,7 +120,7 @@ def test_the_binding_for_nodes_goes_when_the_node_authorizer_comes(tmp_path, cer
     for mode, code in (("RBAC", 200), ("Node,RBAC", 404)):
         started = SecureServer(tmp_path / "data", certs, "--authorization-mode", mode).start()
         try:
-            found = client(started, certs, "admin").get(
+            found = as_user(started, certs, "admin").get(
                 "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/groundup:nodes")
             assert found.status_code == code, mode
         finally:

@@ -13,10 +13,10 @@ import pytest
 import rbac
 import rbac_escalation
 from abac import Attributes
-from apiserver_harness import Client, ROOT, make_certs, unique
+from apiserver_harness import ROOT, make_certs, unique
 from polling import wait_for
 from rbac import PolicyRule
-from test_gauntlet import SecureServer
+from test_gauntlet import SecureServer, as_user  # as_user: a client signed in with a user's token
 
 RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
 GROUP = "rbac.authorization.k8s.io"
@@ -117,23 +117,15 @@ def server(tmp_path_factory, certs):
     started.stop()
 
 
-def client(server, certs, user: str) -> Client:
-    c = Client(server.secure_url)
-    c.session.verify = str(certs / "ca.crt")
-    token = TOKENS.get(user) or next(line.split(",")[0] for line in (certs / "tokens.csv").read_text().splitlines()
-                                     if line.split(",")[1] == user)
-    c.session.headers["Authorization"] = f"Bearer {token}"
-    return c
-
 
 @pytest.fixture(scope="module")
 def admin(server, certs):
-    return client(server, certs, "admin")
+    return as_user(server, certs, "admin")
 
 
 @pytest.fixture(scope="module")
 def alice(server, certs):
-    return client(server, certs, "alice")
+    return as_user(server, certs, "alice")
 
 
 @pytest.fixture
@@ -325,14 +317,14 @@ def test_the_default_policy_is_there(admin, certs, server):
     masters = admin.get(f"{RBAC_API}/clusterrolebindings/cluster-admin").json()
     assert masters["subjects"] == [{"apiGroup": GROUP, "kind": "Group", "name": "system:masters"}]
     # The lessons' users get what policy.jsonl gives them.
-    node = client(server, certs, "system:node:node1")
+    node = as_user(server, certs, "system:node:node1")
     assert node.post("/api/v1/nodes", {"metadata": {"name": "node1"}}).status_code in (201, 409)
     assert node.get("/api/v1/namespaces/kube-system/secrets").status_code == 200
     assert node.delete("/api/v1/namespaces/default").status_code == 403
-    viewer = client(server, certs, "viewer")
+    viewer = as_user(server, certs, "viewer")
     assert viewer.get("/api/v1/namespaces/default/pods").status_code == 200
     assert viewer.get("/api/v1/namespaces/default/secrets").status_code == 403   # view leaves secrets out
-    assert client(server, certs, "bob").get("/version").status_code == 200        # system:discovery
+    assert as_user(server, certs, "bob").get("/version").status_code == 200        # system:discovery
 
 
 def test_aggregation_follows_new_roles(admin, alice, ns):
@@ -356,9 +348,9 @@ def test_rbac_then_abac_each_allow_what_they_know(tmp_path, certs):
         (tmp_path / mode).mkdir()
         started = SecureServer(tmp_path / mode / "data", certs, "--authorization-mode", mode).start()
         try:
-            assert client(started, certs, "viewer").get("/api/v1/nodes").status_code == code, mode
+            assert as_user(started, certs, "viewer").get("/api/v1/nodes").status_code == code, mode
             # alice is in no binding and on no policy line
-            refused = client(started, certs, "alice").get("/api/v1/nodes")
+            refused = as_user(started, certs, "alice").get("/api/v1/nodes")
             assert refused.status_code == 403
             assert refused.json()["message"].endswith("at the cluster scope" if mode == "RBAC"
                                                       else ": No policy matched.")
@@ -377,7 +369,7 @@ def test_bad_authorization_modes_stop_the_server(tmp_path, certs):
 def test_start_up_reconciles_the_defaults_by_kubernetes_rule(tmp_path, certs):
     data = tmp_path / "data"
     started = SecureServer(data, certs, "--authorization-mode", "RBAC").start()
-    admin = client(started, certs, "admin")
+    admin = as_user(started, certs, "admin")
     path = f"{RBAC_API}/clusterroles/system:basic-user"
     try:
         basic = admin.get(path).json()
@@ -392,7 +384,7 @@ def test_start_up_reconciles_the_defaults_by_kubernetes_rule(tmp_path, certs):
     finally:
         started.stop()
     started = SecureServer(data, certs, "--authorization-mode", "RBAC").start()    # the same data, restarted
-    admin = client(started, certs, "admin")
+    admin = as_user(started, certs, "admin")
     try:
         rules = admin.get(path).json()["rules"]
         assert kept in rules and len(rules) == 3                           # the default is back, the addition kept
@@ -511,7 +503,7 @@ def test_the_scheduler_and_controller_manager_can_do_their_jobs(server, certs, a
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unbound"},
            "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}}
     assert admin.post(f"/api/v1/namespaces/{ns}/pods", pod).status_code == 201
-    scheduler = client(server, certs, "scheduler")
+    scheduler = as_user(server, certs, "scheduler")
     assert scheduler.get("/api/v1/nodes").status_code == 200
     assert scheduler.get("/api/v1/services").status_code == 200
     bound = scheduler.post(f"/api/v1/namespaces/{ns}/pods/unbound/binding",
@@ -519,7 +511,7 @@ def test_the_scheduler_and_controller_manager_can_do_their_jobs(server, certs, a
                             "target": {"apiVersion": "v1", "kind": "Node", "name": "node1"}})
     assert bound.status_code == 201, bound.text
     assert scheduler.get(f"/api/v1/namespaces/{ns}/secrets").status_code == 403
-    manager = client(server, certs, "controller-manager")
+    manager = as_user(server, certs, "controller-manager")
     create(admin, role("leftover", grant(["get"], ["pods"])), ns)
     # Emptying a namespace: every kind, Roles included.
     assert manager.delete(f"{RBAC_API}/namespaces/{ns}/roles/leftover").status_code == 200

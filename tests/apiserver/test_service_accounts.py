@@ -14,7 +14,7 @@ import pytest
 
 from apiserver_harness import APIServer, Client, ROOT, make_certs, unique
 from polling import wait_for
-from test_gauntlet import SecureServer
+from test_gauntlet import SecureServer, as_user  # as_user: a client signed in with a user's token
 
 sys.path.insert(0, str(ROOT / "02-apiserver"))
 import sa_tokens  # noqa: E402
@@ -39,14 +39,6 @@ def server(tmp_path_factory, certs):
     yield started
     started.stop()
 
-
-def as_user(server, certs, user: str) -> Client:
-    c = Client(server.secure_url)
-    c.session.verify = str(certs / "ca.crt")
-    token = next(line.split(",")[0] for line in (certs / "tokens.csv").read_text().splitlines()
-                 if line.split(",")[1] == user)
-    c.session.headers["Authorization"] = f"Bearer {token}"
-    return c
 
 
 def with_token(server, certs, token: str) -> Client:
