@@ -119,7 +119,8 @@ def _container_ip(attrs: dict) -> str:
 
 
 class DockerRuntime:
-    def __init__(self, node_name: str, client: docker.DockerClient | None = None):
+    def __init__(self, node_name: str, node: security_context.Node,
+                 client: docker.DockerClient | None = None):
         self.node_name = node_name
         self.client = client or docker.from_env(timeout=300)
         self.api = self.client.api
@@ -128,7 +129,7 @@ class DockerRuntime:
         self.pod_network = "bridge"
         self.pod_dns = lambda pod: None     # chapter 05's resolver settings (pod_dns.py); None: Docker's
         self.sandbox_started = lambda: None  # chapter 05: the pod network's hairpin mode (pod_network.py)
-        self.node = security_context.Node.detect()   # AppArmor? SELinux? (securityContext)
+        self.node = node                    # AppArmor? SELinux? seccomp profiles? (securityContext)
         # Chapter 02: where a configMap, secret, downwardAPI or projected
         # volume is on the node (api_volumes.py), or None if it is none of those.
         self.api_volume_path = lambda pod, volume_name: None

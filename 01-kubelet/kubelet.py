@@ -563,16 +563,15 @@ def services_env_from(client):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     log = get_logger("kubelet", "DEBUG" if args.verbose else None)
+    args.root_dir = args.root_dir or default_root_dir(args.node_name)
     try:
-        runtime = DockerRuntime(args.node_name)
+        runtime = DockerRuntime(args.node_name, Node.detect(seccomp_root=os.path.join(args.root_dir, "seccomp")))
         runtime.version()
     except docker.errors.DockerException as error:
         log.error("cannot reach Docker", error=str(error))
         return 1
-    args.root_dir = args.root_dir or default_root_dir(args.node_name)
     if args.cleanup:
         return cleanup(runtime, args.all_nodes, log, args.root_dir)
-    runtime.node = Node.detect(seccomp_root=os.path.join(args.root_dir, "seccomp"))
     joins_cluster = bool(args.apiserver or args.kubeconfig)
     if not args.manifests and not joins_cluster:
         log.error("nothing to run: give --manifests DIR, or --apiserver URL / --kubeconfig FILE")
