@@ -402,7 +402,13 @@ class Reply:
         handler = self.handler
         code = int(self.status.split(" ", 1)[0])
         names = {name.lower() for name, _ in self.headers}
-        lines = [f"HTTP/1.1 {self.status}"] + [f"{name}: {value}" for name, value in self.headers]
+        # Werkzeug writes the reason in capitals (403 FORBIDDEN); Go's server,
+        # and so Kubernetes, the standard phrase, which clients print as is.
+        try:
+            status = f"{code} {http.HTTPStatus(code).phrase}"
+        except ValueError:
+            status = self.status
+        lines = [f"HTTP/1.1 {status}"] + [f"{name}: {value}" for name, value in self.headers]
         lines.append(f"Date: {handler.date_time_string()}")
         if "content-length" not in names and handler.command != "HEAD" and code >= 200 and code not in (204, 304):
             self.streamed = True

@@ -398,6 +398,18 @@ def test_connections_are_kept_alive(target, probe, secure):
     probe.finish("keep-alive")
 
 
+@PORTS
+def test_status_lines_carry_the_standard_reason_phrases(target, probe, secure):
+    """`404 Not Found`, as Go's server (Kubernetes) writes it; Werkzeug would
+    write `404 NOT FOUND`, and clients print the phrase (the Python client's
+    ApiException shows "(404)\nReason: Not Found")."""
+    with target.connect(secure) as sock:
+        sock.sendall(b"GET /api/v1/namespaces/default/pods/absent HTTP/1.1\r\n" + target.head(secure)
+                     + b"Connection: close\r\n\r\n")
+        assert closed_by_server(sock, 10).split(b"\r\n", 1)[0] == b"HTTP/1.1 404 Not Found"
+    probe.finish("reason phrases")
+
+
 # ----- watches: thousands, then abandoned -----
 
 def test_thousands_of_abandoned_watches(target, probe):
