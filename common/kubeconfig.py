@@ -8,6 +8,11 @@ where it is and who it is, as the real components do:
     --apiserver URL            the server's URL (the insecure port, or HTTPS)
     --token TOKEN --certificate-authority FILE   for HTTPS without a kubeconfig
 
+and, with none of them, inside a pod: the ServiceAccount token, CA and
+namespace the kubelet projected at /var/run/secrets/kubernetes.io/serviceaccount,
+and the `kubernetes` Service's address from KUBERNETES_SERVICE_HOST/PORT (what
+client-go's InClusterConfig and the Python client's load_incluster_config read).
+
 `add_flags(parser)` adds them and `from_args(args)` turns them into a
 Connection, which knows how to make a `requests.Session` that sends the
 token and trusts the cluster's CA. The kubeconfig's current context picks
@@ -20,6 +25,8 @@ import argparse
 import base64
 import os
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,17 +44,70 @@ class Connection:
     ca_file: str | None = None     # a PEM file to trust; None: the system's CAs (or plain HTTP)
     insecure_skip_tls_verify: bool = False
     namespace: str = "default"
+    token_file: str | None = None  # read again as it changes: the kubelet renews a pod's token
 
     def session(self):
         import requests
         session = requests.Session()
         if self.token:
             session.headers["Authorization"] = f"Bearer {self.token}"
+        elif self.token_file:
+            session.auth = TokenFileAuth(self.token_file)
         session.verify = False if self.insecure_skip_tls_verify else (self.ca_file or True)
         return session
 
     def __repr__(self) -> str:       # never print a token
         return f"Connection(server={self.server!r}, token={'<set>' if self.token else None}, ca_file={self.ca_file!r})"
+
+
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+# [START in-cluster]
+def in_cluster(directory: Path | None = None, environ=None) -> Connection | None:
+    """Where the API server is and who we are, from inside a pod; None outside one.
+
+    The kubelet gave every container of the pod the `kubernetes` Service's
+    address as KUBERNETES_SERVICE_HOST/PORT, and projected the pod's
+    ServiceAccount token, the cluster's CA and the pod's namespace into
+    `directory`. The token expires and the kubelet writes a new one before
+    it does, so the file is named, not read once."""
+    directory, environ = directory or SERVICE_ACCOUNT, os.environ if environ is None else environ
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    token = directory / "token"
+    if not host or not port or not token.is_file():
+        return None
+    host = f"[{host}]" if ":" in host else host          # an IPv6 Service address
+    namespace = directory / "namespace"
+    return Connection(server=f"https://{host}:{port}", token_file=str(token), ca_file=str(directory / "ca.crt"),
+                      namespace=namespace.read_text().strip() if namespace.is_file() else "default")
+# [END in-cluster]
+
+
+class TokenFileAuth:
+    """requests' auth hook that sends the token in a file, read again at
+    most once a minute (as client-go does), so a renewed token is used
+    before the old one expires."""
+    PERIOD = 60.0
+
+    def __init__(self, path: str):
+        self.path, self._token, self._read_at = path, "", float("-inf")
+        self._lock = threading.Lock()
+
+    def token(self) -> str:
+        with self._lock:
+            if time.monotonic() - self._read_at >= self.PERIOD:
+                try:
+                    self._token = Path(self.path).read_text().strip()
+                    self._read_at = time.monotonic()
+                except OSError:
+                    if not self._token:       # keep the last good token if a renewal is mid-way
+                        raise
+            return self._token
+
+    def __call__(self, request):
+        request.headers["Authorization"] = f"Bearer {self.token()}"
+        return request
 
 
 def add_flags(parser: argparse.ArgumentParser, default_server: str | None = "http://127.0.0.1:8080") -> None:
@@ -63,10 +123,15 @@ def add_flags(parser: argparse.ArgumentParser, default_server: str | None = "htt
 
 
 def from_args(args: argparse.Namespace) -> Connection:
-    base = load(args.kubeconfig) if args.kubeconfig else Connection(args.default_apiserver)
+    """The flags, else a kubeconfig, else the pod we run in, else the default server."""
+    if args.kubeconfig:
+        base = load(args.kubeconfig)
+    else:
+        base = (None if args.apiserver else in_cluster()) or Connection(args.default_apiserver)
     return Connection(server=args.apiserver or base.server, token=args.token or base.token,
                       ca_file=args.certificate_authority or base.ca_file,
-                      insecure_skip_tls_verify=base.insecure_skip_tls_verify, namespace=base.namespace)
+                      insecure_skip_tls_verify=base.insecure_skip_tls_verify, namespace=base.namespace,
+                      token_file=None if args.token else base.token_file)
 
 
 def load(path: str | os.PathLike) -> Connection:
