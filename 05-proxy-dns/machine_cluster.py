@@ -52,10 +52,10 @@ class Cluster:
         return f"http://{self.machines.address('master')}:8080"
 
     def bring_up(self, *controller_flags: str, scheduler: bool = False, proxy_mode: str = "userspace",
-                 nodes: tuple[str, ...] = ("node1", "node2")) -> None:
+                 nodes: tuple[str, ...] = ("node1", "node2"), secure: bool = False) -> None:
         """The control plane (and the scheduler, if asked), then the nodes,
         and wait until every node is Ready with its pod range."""
-        self.start_control_plane(*controller_flags)
+        self.start_control_plane(*controller_flags, secure=secure)
         if scheduler:
             self.start("scheduler", "master", "03-scheduler/scheduler.py", "--apiserver", self.api)
         for node in nodes:
@@ -68,13 +68,19 @@ class Cluster:
         for key in list(self.processes):
             self.stop(key)
 
-    def start_control_plane(self, *controller_flags: str) -> None:
+    def start_control_plane(self, *controller_flags: str, secure: bool = False) -> None:
         """The API server (with the kube-dns Service), the controller
         manager (with these flags) and a route agent on master, which
-        reaches pods like any machine."""
+        reaches pods like any machine. secure: the API server also serves
+        HTTPS on master's port 6443 with Node,RBAC and ServiceAccount
+        tokens, and advertises it as the `kubernetes` Service's endpoint, so
+        programs in pods can reach it (the components stay on port 8080)."""
+        secure_flags = self.secure_flags() if secure else ["--secure-port", "0"]
         self.start("apiserver", "master", "02-apiserver/apiserver.py", "--data-dir", str(self.workdir / "data"),
-                   "--insecure-bind-address", self.machines.address("master"), "--secure-port", "0",
+                   "--insecure-bind-address", self.machines.address("master"), *secure_flags,
                    "--kubelet-client-token-file", str(self.kubelet_token))
+        if secure:
+            controller_flags += ("--root-ca-file", str(self.certs / "ca.crt"))
         wait_for(lambda: requests.get(self.api + "/healthz", timeout=2).ok, 30, what="the API server on master")
         kube_dns = yaml.safe_load((ROOT / "05-proxy-dns" / "manifests" / "kube-dns.yaml").read_text())
         created = self.request("POST", "/api/v1/namespaces/kube-system/services", kube_dns)
@@ -82,6 +88,24 @@ class Cluster:
         self.start("controller-manager", "master", "04-controllers/controller_manager.py", "--apiserver", self.api,
                    "--cluster-cidr", CLUSTER_CIDR, *controller_flags)
         self.route_agent("master")
+
+    @property
+    def certs(self) -> Path:
+        return self.workdir / "certs"
+
+    def secure_flags(self) -> list[str]:
+        """Certificates and keys from certs.py (its certificate names
+        master's address and the `kubernetes` Service's 10.96.0.1), and the
+        flags of a cluster as kubeadm starts one: Node,RBAC, signed tokens."""
+        master = self.machines.address("master")
+        subprocess.run([PY, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(self.certs), "--master-ip", master,
+                        "--master-name", "master"], check=True, capture_output=True)
+        certs = self.certs
+        return ["--bind-address", master, "--secure-port", "6443", "--advertise-address", master,
+                "--tls-cert-file", str(certs / "apiserver.crt"), "--tls-private-key-file", str(certs / "apiserver.key"),
+                "--token-auth-file", str(certs / "tokens.csv"), "--authorization-mode", "Node,RBAC",
+                "--service-account-signing-key-file", str(certs / "sa.key"),
+                "--service-account-key-file", str(certs / "sa.pub"), "--root-ca-file", str(certs / "ca.crt")]
 
     def start(self, key: str, machine: str, *argv: str) -> subprocess.Popen:
         with open(self.workdir / f"{key}.log", "ab") as log:        # the child keeps its own copy

@@ -272,15 +272,21 @@ class Machines:
                 raise MachineError(f"the Docker engine on {name} did not start in {timeout:.0f}s:\n{log}")
             time.sleep(0.3)
 
-    def _load_images(self, name: str) -> None:
+    def _load_images(self, name: str, images: tuple[str, ...] = IMAGES) -> None:
         present = sh("docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
-        missing = [image for image in IMAGES if image not in present]
+        missing = [image for image in images if image not in present]
         if missing:
             raise MachineError(f"the host's Docker engine lacks {', '.join(missing)}: run `make images` first")
-        saved = subprocess.run(["docker", "save", *IMAGES], capture_output=True, check=True).stdout
+        saved = subprocess.run(["docker", "save", *images], capture_output=True, check=True).stdout
         done = subprocess.run(self.enter(name) + ["docker", "load"], input=saved, capture_output=True)
         if done.returncode != 0:
             raise MachineError(f"loading the images on {name}: {done.stderr.decode().strip()}")
+
+    def load_image(self, image: str, names: tuple[str, ...] | None = None) -> None:
+        """Copy one more image from the host's engine to the machines' engines
+        (the nodes', by default): an image only some lessons need."""
+        for name in names or [n for n in self.names if n != "master"]:
+            self._load_images(name, (image,))
 
     # --- removing them ---------------------------------------------------------------
 
