@@ -4,13 +4,22 @@
     kubectl auth can-i --list         POST .../authorization.k8s.io/v1/selfsubjectrulesreviews
     kubectl auth whoami               POST .../authentication.k8s.io/v1/selfsubjectreviews
 
+and two a component asks about someone else, as a kubelet or an aggregated
+API server does to check its own callers (Kubernetes' webhook token
+authentication and webhook authorization):
+
+    who is this token?                POST .../authentication.k8s.io/v1/tokenreviews
+    may this user do that?            POST .../authorization.k8s.io/v1/subjectaccessreviews
+
     {"spec": {"resourceAttributes": {"verb": "delete", "resource": "pods", "namespace": "default"}}}
     -> 201 {..., "status": {"allowed": false, "reason": "No policy matched."}}
 
-Nothing is stored: the answer is computed for the user who asks, by the same
-authenticator and authorizer that guard every request on this port. Anyone
-signed in may ask, as Kubernetes' system:basic-user role allows, so these
-three are never sent to the policy.
+Nothing is stored: the answer is computed by the same authenticator and
+authorizer that guard every request on this port. Anyone signed in may ask
+about themselves, as Kubernetes' system:basic-user role allows, so those
+three are never sent to the policy; asking about others is a `create` of
+tokenreviews or subjectaccessreviews, which the policy must allow
+(Kubernetes' system:auth-delegator role).
 """
 from __future__ import annotations
 
@@ -19,6 +28,7 @@ from flask import Blueprint, request
 import abac
 import api_errors
 import decode
+from common import field_errors
 import gauntlet
 import registry
 from authentication import User
@@ -123,6 +133,61 @@ def self_subject_review(version: str):
     return respond({"kind": "SelfSubjectReview", "apiVersion": f"authentication.k8s.io/{version}",
                     "metadata": {"creationTimestamp": None},
                     "status": {"userInfo": _user_info(user)}}, 201)
+
+
+@bp.post("/apis/authentication.k8s.io/v1/tokenreviews")
+def token_review():
+    """Is spec.token one this server accepts, and whose is it? A refused
+    token is an answer (authenticated false), not an error."""
+    _authorize_review("authentication.k8s.io", "tokenreviews")
+    review = _json_body()
+    token = (review.get("spec") or {}).get("token")
+    if not isinstance(token, str) or not token:
+        raise api_errors.invalid(registry.lookup("authentication.k8s.io", "v1", "tokenreviews"), "TokenReview", "", [field_errors.required("spec.token")])
+    status: dict = {"authenticated": False, "user": {}}
+    try:
+        user = server().authenticator(_Presented(token))
+        status = {"authenticated": True, "user": _user_info(user)}
+        if server().token_issuer is not None:
+            status["audiences"] = list(server().api_audiences)
+    except api_errors.APIError:
+        status["error"] = "invalid bearer token"
+    return respond({"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
+                    "metadata": {"creationTimestamp": None}, "spec": review.get("spec"), "status": status}, 201)
+
+
+class _Presented:
+    """A token as if it came on a request: what the authenticators read."""
+    def __init__(self, token: str):
+        self.headers = {"Authorization": f"Bearer {token}"}
+
+
+@bp.post("/apis/authorization.k8s.io/v1/subjectaccessreviews")
+def subject_access_review():
+    """May spec.user (in spec.groups) do what spec.resourceAttributes say?"""
+    _authorize_review("authorization.k8s.io", "subjectaccessreviews")
+    review = _json_body()
+    spec = review.get("spec")
+    if not isinstance(spec, dict) or not (spec.get("user") or spec.get("groups")):
+        raise api_errors.invalid(registry.lookup("authorization.k8s.io", "v1", "subjectaccessreviews"), "SubjectAccessReview", "", [
+            field_errors.required("spec.user", "at least one of user or group must be specified")])
+    groups = spec.get("groups") or []
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        raise api_errors.invalid(registry.lookup("authorization.k8s.io", "v1", "subjectaccessreviews"), "SubjectAccessReview", "", [
+            field_errors.invalid("spec.groups", groups, "must be a list of strings")])
+    subject = User(str(spec.get("user", "")), tuple(groups), str(spec.get("uid", "")))
+    try:
+        server().authorizer(subject, _attributes(spec))
+        status = {"allowed": True}
+    except api_errors.APIError as refused:
+        status = {"allowed": False, "reason": refused.message}
+    return respond({"kind": "SubjectAccessReview", "apiVersion": GROUP_VERSION,
+                    "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}, 201)
+
+
+def _authorize_review(group: str, plural: str) -> None:
+    """Asking about others is itself a request the policy must allow."""
+    gauntlet.authorize(gauntlet.authenticate(request), abac.Attributes("create", plural, api_group=group))
 
 
 def _user_info(user: User) -> dict:

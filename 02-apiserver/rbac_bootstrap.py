@@ -99,6 +99,10 @@ def cluster_roles() -> list[dict]:
         cluster_role("system:basic-user", [
             rule(["create"], ["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
             rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"])]),
+        # For components that check their own callers with the API server's help.
+        cluster_role("system:auth-delegator", [
+            rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+            rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"])]),
         # admin, edit and view are filled from the roles labelled to aggregate into them.
         cluster_role("admin", [], aggregate_to="admin"),
         cluster_role("edit", [], aggregated_to("admin"), aggregate_to="edit"),

@@ -106,6 +106,10 @@ RESOURCES += (
              verbs=("create",)),          # `kubectl auth can-i --list`
     Resource("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", False,
              verbs=("create",)),          # `kubectl auth whoami`
+    Resource("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False,
+             verbs=("create",)),          # a component checking a caller's token
+    Resource("authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False,
+             verbs=("create",)),          # ... and what that caller may do
 )
 
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}

@@ -314,3 +314,66 @@ def test_the_sa_printer_and_the_schema_agree(admin, ns):
     # Refused when decoded, as Kubernetes' JSON decoder refuses a string for a bool.
     assert bad.status_code == 400
     assert "automountServiceAccountToken" in bad.json()["message"]
+
+
+# ----- asking about someone else: TokenReview and SubjectAccessReview -----
+
+def delegator(server, certs, admin, ns: str) -> Client:
+    """An account bound to system:auth-delegator, as a webhook-checking component would be."""
+    name = unique("checker")
+    admin.post(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": name}})
+    binding = {"metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                                       "kind": "ClusterRole", "name": "system:auth-delegator"},
+               "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]}
+    assert admin.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding).status_code == 201
+    return with_token(server, certs, token_for(admin, ns, name)["status"]["token"])
+
+
+def review_token(client: Client, token: str):
+    return client.post("/apis/authentication.k8s.io/v1/tokenreviews",
+                       {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+
+
+def test_a_token_review_says_whose_token_it_is_or_that_it_is_refused(server, certs, admin, ns):
+    checker = delegator(server, certs, admin, ns)
+    presented = token_for(admin, ns, "default")["status"]["token"]
+    answer = review_token(checker, presented)
+    assert answer.status_code == 201, answer.text
+    status = answer.json()["status"]
+    assert status["authenticated"] is True
+    assert status["user"]["username"] == f"system:serviceaccount:{ns}:default"
+    assert status["audiences"] == [sa_tokens.DEFAULT_ISSUER]
+    static = next(line.split(",")[0] for line in (certs / "tokens.csv").read_text().splitlines() if ",viewer," in line)
+    assert review_token(checker, static).json()["status"]["user"]["username"] == "viewer"   # the token file too
+    refused = review_token(checker, presented[:-4] + "AAAA").json()["status"]
+    assert refused["authenticated"] is False and refused["error"] == "invalid bearer token"
+    missing = review_token(checker, "")
+    assert missing.status_code == 422 and "spec.token: Required value" in missing.json()["message"]
+
+
+def test_asking_about_others_needs_the_auth_delegator_role(server, certs, admin, ns):
+    plain = with_token(server, certs, token_for(admin, ns, "default")["status"]["token"])
+    refused = review_token(plain, "anything")
+    assert refused.status_code == 403
+    assert 'cannot create resource "tokenreviews" in API group "authentication.k8s.io"' in refused.json()["message"]
+    refused = plain.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {"spec": {"user": "viewer"}})
+    assert refused.status_code == 403
+
+
+def test_a_subject_access_review_answers_for_the_user_named(server, certs, admin, ns):
+    checker = delegator(server, certs, admin, ns)
+
+    def may(user: str, verb: str, resource: str, groups=()) -> dict:
+        answer = checker.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": list(groups),
+                     "resourceAttributes": {"verb": verb, "resource": resource, "namespace": ns}}})
+        assert answer.status_code == 201, answer.text
+        return answer.json()["status"]
+    assert may("viewer", "list", "pods") == {"allowed": True}
+    denied = may("viewer", "delete", "pods")
+    assert denied["allowed"] is False and 'User "viewer" cannot delete resource "pods"' in denied["reason"]
+    assert may("someone", "delete", "pods", groups=["system:masters"])["allowed"] is True
+    nobody = checker.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {"spec": {
+        "resourceAttributes": {"verb": "get", "resource": "pods"}}})
+    assert nobody.status_code == 422 and "spec.user" in nobody.json()["message"]
