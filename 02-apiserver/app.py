@@ -30,6 +30,7 @@ from kubectl_compat import discovery
 import gauntlet
 import metrics
 import objects
+import oidc_discovery
 from kubectl_compat import openapi
 from kubectl_compat import openapi_v2
 import deletion
@@ -81,6 +82,7 @@ class APIServer:
     services: ServiceAllocator | None = None      # cluster IPs and node ports
     token_issuer: object = None                   # ServiceAccount tokens (sa_tokens.py), if a key was given
     api_audiences: tuple[str, ...] = ()
+    service_account_keys: tuple = ()              # what verifies them, published by oidc_discovery.py
     root_ca: str | None = None                    # the PEM kube-root-ca.crt publishes
 
 
@@ -123,6 +125,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(openapi.bp)
     app.register_blueprint(openapi_v2.bp)
     app.register_blueprint(access_review.bp)
+    app.register_blueprint(oidc_discovery.bp)
     app.register_blueprint(metrics.bp)
     app.register_blueprint(rest.bp)
     metrics.install(app)       # first, so it counts what the gauntlet refuses too

@@ -99,6 +99,10 @@ def cluster_roles() -> list[dict]:
         cluster_role("system:basic-user", [
             rule(["create"], ["authorization.k8s.io"], ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
             rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"])]),
+        # The issuer's public documents (oidc_discovery.py), for verifiers of pods' tokens.
+        cluster_role("system:service-account-issuer-discovery", [rule(["get"], urls=[
+            "/.well-known/openid-configuration", "/.well-known/openid-configuration/",
+            "/openid/v1/jwks", "/openid/v1/jwks/"])]),
         # For components that check their own callers with the API server's help.
         cluster_role("system:auth-delegator", [
             rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
@@ -178,6 +182,8 @@ def cluster_role_bindings() -> list[dict]:
         binding("system:public-info-viewer", "system:public-info-viewer",
                 ("Group", "system:authenticated"), ("Group", "system:unauthenticated")),
         binding("system:monitoring", "system:monitoring", ("Group", "system:monitoring")),
+        binding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery",
+                ("Group", "system:serviceaccounts")),
         binding("system:kube-scheduler", "system:kube-scheduler", ("User", "system:kube-scheduler")),
         binding("system:kube-controller-manager", "system:kube-controller-manager",
                 ("User", "system:kube-controller-manager")),

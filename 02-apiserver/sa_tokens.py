@@ -192,6 +192,7 @@ def set_up(config, server) -> None:
     server.token_issuer = TokenIssuer(signing_key, issuer)
     server.api_audiences = tuple(config.get("API_AUDIENCES") or [issuer])
     keys = load_public_keys(config.get("SERVICE_ACCOUNT_KEY_FILES") or [signing_key])
+    server.service_account_keys = tuple(keys)
     server.authenticator = WithServiceAccountTokens(
         server.authenticator, ServiceAccountTokens(keys, issuer, list(server.api_audiences), server.store))
 

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 
+import jwt
 import pytest
 
 from apiserver_harness import APIServer, Client, ROOT, make_certs, unique
@@ -377,3 +378,41 @@ def test_a_subject_access_review_answers_for_the_user_named(server, certs, admin
     nobody = checker.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", {"spec": {
         "resourceAttributes": {"verb": "get", "resource": "pods"}}})
     assert nobody.status_code == 422 and "spec.user" in nobody.json()["message"]
+
+
+# ----- the issuer's public documents -----
+
+def test_a_verifier_outside_the_cluster_checks_a_token_with_the_published_keys(server, certs, admin, ns):
+    """What Vault or a cloud does with a pod's token: read the issuer's
+    configuration, fetch its keys, verify the signature itself."""
+    token = token_for(admin, ns, "default", audiences=["vault"])["status"]["token"]
+    pod_account = with_token(server, certs, token_for(admin, ns, "default")["status"]["token"])
+    configuration = pod_account.get("/.well-known/openid-configuration")
+    assert configuration.status_code == 200, configuration.text
+    document = configuration.json()
+    assert document["issuer"] == sa_tokens.DEFAULT_ISSUER
+    assert document["jwks_uri"] == sa_tokens.DEFAULT_ISSUER + "/openid/v1/jwks"
+    assert document["id_token_signing_alg_values_supported"] == ["ES256"]
+    keys = pod_account.get("/openid/v1/jwks").json()["keys"]
+    header = jwt.get_unverified_header(token)
+    key = next(k for k in keys if k["kid"] == header["kid"])
+    assert key["use"] == "sig" and key["alg"] == "ES256" and "d" not in key      # the public half only
+    verified = jwt.decode(token, jwt.PyJWK(key).key, algorithms=[key["alg"]], audience="vault",
+                          issuer=document["issuer"])
+    assert verified["sub"] == f"system:serviceaccount:{ns}:default"
+    with pytest.raises(jwt.InvalidSignatureError):
+        jwt.decode(token[:-6] + ("AAAAAA" if not token.endswith("AAAAAA") else "BBBBBB"), jwt.PyJWK(key).key,
+                   algorithms=[key["alg"]], audience="vault")
+
+
+def test_the_issuer_documents_need_a_signed_in_account_and_a_signing_key(server, certs, tmp_path):
+    anonymous = Client(server.secure_url)
+    anonymous.session.verify = str(certs / "ca.crt")
+    assert anonymous.get("/openid/v1/jwks").status_code == 401
+    viewer = as_user(server, certs, "viewer")        # a user, not an account: RBAC grants it nothing here
+    assert viewer.get("/.well-known/openid-configuration").status_code == 403
+    plain = APIServer(tmp_path / "data").start()      # no --service-account-signing-key-file
+    try:
+        assert Client(plain.url).get("/openid/v1/jwks").status_code == 404
+    finally:
+        plain.stop()
