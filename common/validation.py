@@ -551,6 +551,25 @@ def _validate_volume_source(errs, kind: str, source: dict, path: str) -> None:
                      0, 0o777, _FILE_MODE_MSG)
             for _, item_path, item in _items(errs, source.get("items"), child(path, "items"), "items"):
                 _validate_key_to_path(errs, item, item_path)
+    elif kind == "downwardAPI":
+        _get_int(errs, source.get("defaultMode"), child(path, "defaultMode"), 0, 0o777, _FILE_MODE_MSG)
+        for _, item_path, item in _items(errs, source.get("items"), child(path, "items"), "items"):
+            _validate_downward_api_file(errs, item, item_path)
+    elif kind == "projected":
+        _get_int(errs, source.get("defaultMode"), child(path, "defaultMode"), 0, 0o777, _FILE_MODE_MSG)
+        _validate_projections(errs, source, path)
+
+
+def _validate_local_path(errs, target: str, path: str) -> None:
+    """A file's path inside its volume (ValidateLocalNonReservedPath): relative,
+    never climbing out with '..', never starting with the '..' the kubelet's
+    atomic writer keeps for itself (`..data`)."""
+    if target.startswith("/"):
+        errs.append(invalid(path, target, "must be a relative path"))
+    if ".." in target.split("/"):
+        errs.append(invalid(path, target, "must not contain '..'"))
+    elif target.startswith(".."):
+        errs.append(invalid(path, target, "must not start with '..'"))
 
 
 def _validate_key_to_path(errs, item: dict, path: str) -> None:
@@ -566,13 +585,89 @@ def _validate_key_to_path(errs, item: dict, path: str) -> None:
     if item.get("path") in (None, ""):
         errs.append(required(child(path, "path"), ""))
     elif target:
-        if target.startswith("/"):
-            errs.append(invalid(child(path, "path"), target, "must be a relative path"))
-        if ".." in target.split("/"):
-            errs.append(invalid(child(path, "path"), target, "must not contain '..'"))
-        elif target.startswith(".."):
-            errs.append(invalid(child(path, "path"), target, "must not start with '..'"))
+        _validate_local_path(errs, target, child(path, "path"))
     _get_int(errs, item.get("mode"), child(path, "mode"), 0, 0o777, _FILE_MODE_MSG)
+
+
+# What a downwardAPI volume file may hold (validVolumeDownwardAPIFieldPathExpressions):
+# fields known when the pod is created; an env var may read more (ENV_FIELD_PATHS).
+VOLUME_FIELD_PATHS = ("metadata.name", "metadata.namespace", "metadata.labels", "metadata.annotations",
+                      "metadata.uid")
+
+
+def _validate_downward_api_file(errs, item: dict, path: str) -> None:
+    """One file of a downwardAPI volume (validateDownwardAPIVolumeFile)."""
+    target = _get_str(errs, item.get("path"), child(path, "path"))
+    if not target:
+        errs.append(required(child(path, "path"), ""))
+    else:
+        _validate_local_path(errs, target, child(path, "path"))
+    field_ref = _get_dict(errs, item.get("fieldRef"), child(path, "fieldRef"))
+    resource_ref = _get_dict(errs, item.get("resourceFieldRef"), child(path, "resourceFieldRef"))
+    if field_ref is not None:
+        _validate_field_ref(errs, field_ref, child(path, "fieldRef"), VOLUME_FIELD_PATHS)
+        if resource_ref is not None:
+            errs.append(invalid(path, "resource", "fieldRef and resourceFieldRef can not be specified simultaneously"))
+    elif resource_ref is not None:
+        ref_path = child(path, "resourceFieldRef")
+        if not resource_ref.get("containerName"):        # a volume belongs to no one container
+            errs.append(required(child(ref_path, "containerName"), ""))
+        _validate_resource_field_ref(errs, resource_ref, ref_path)
+    else:
+        errs.append(required(path, "one of fieldRef and resourceFieldRef is required"))
+    _get_int(errs, item.get("mode"), child(path, "mode"), 0, 0o777, _FILE_MODE_MSG)
+
+
+PROJECTION_SOURCES = ("secret", "configMap", "downwardAPI", "serviceAccountToken", "clusterTrustBundle")
+_TEN_MINUTES, _TOKEN_MAX = 600, 2 ** 32
+
+
+def _validate_projections(errs, source: dict, path: str) -> None:
+    """A projected volume's sources (validateProjectedVolumeSource): one kind
+    each, their files checked as in their own volumes, and no two files
+    at the same path, since they all land in one directory."""
+    paths: set[str] = set()
+    for _, source_path, projection in _items(errs, source.get("sources"), child(path, "sources"), "sources"):
+        kinds = [k for k in PROJECTION_SOURCES if projection.get(k) is not None]
+        if len(kinds) > 1:
+            errs.append(forbidden(source_path, "may not specify more than 1 volume type per source"))
+        for kind in kinds:
+            kind_path = child(source_path, kind)
+            part = _get_dict(errs, projection[kind], kind_path)
+            if part is None:
+                continue
+            if kind in ("secret", "configMap"):
+                if not part.get("name"):
+                    errs.append(required(child(kind_path, "name"), ""))
+                files = _items(errs, part.get("items"), child(kind_path, "items"), "items")
+                check = _validate_key_to_path
+            elif kind == "downwardAPI":
+                files = _items(errs, part.get("items"), child(kind_path, "items"), "items")
+                check = _validate_downward_api_file
+            elif kind == "serviceAccountToken":
+                seconds = _get_int(errs, part.get("expirationSeconds"), child(kind_path, "expirationSeconds"),
+                                   -2 ** 63, 2 ** 63 - 1)
+                if seconds is not None and seconds < _TEN_MINUTES:
+                    errs.append(invalid(child(kind_path, "expirationSeconds"), seconds,
+                                        "may not specify a duration less than 10 minutes"))
+                elif seconds is not None and seconds > _TOKEN_MAX:
+                    errs.append(invalid(child(kind_path, "expirationSeconds"), seconds,
+                                        "may not specify a duration larger than 2^32 seconds"))
+                files, check = [(0, kind_path, part)], None
+                if not part.get("path"):
+                    errs.append(required(child(kind_path, "path"), ""))
+                elif isinstance(part["path"], str):
+                    _validate_local_path(errs, part["path"], child(kind_path, "path"))
+            else:
+                continue
+            for _, item_path, item in files:
+                if check:
+                    check(errs, item, item_path)
+                target = item.get("path")
+                if isinstance(target, str) and target:
+                    if target in paths:
+                        errs.append(invalid(path, part.get("name", kind), "conflicting duplicate paths"))
+                    paths.add(target)
 
 
 # Sources that point at another object: (its name field, its boolean flag).
@@ -850,7 +945,7 @@ def _convert_field_label(api_version: str, field_path: str) -> str:
     return ""
 
 
-def _validate_field_ref(errs, ref: dict, path: str) -> None:
+def _validate_field_ref(errs, ref: dict, path: str, allowed: tuple[str, ...] = ENV_FIELD_PATHS) -> None:
     # Defaulting sets apiVersion to "v1"; unset here means "not defaulted yet".
     api_version = _get_str(errs, ref.get("apiVersion"), child(path, "apiVersion"))
     field_path = _required_str(errs, ref.get("fieldPath"), child(path, "fieldPath"))
@@ -868,8 +963,8 @@ def _validate_field_ref(errs, ref: dict, path: str) -> None:
         if base == "metadata.annotations":
             subscript = subscript.lower()
         errs += [invalid(path, subscript, m) for m in is_qualified_name(subscript)]
-    elif field_path not in ENV_FIELD_PATHS:
-        errs.append(not_supported(child(path, "fieldPath"), field_path, ENV_FIELD_PATHS))
+    elif field_path not in allowed:
+        errs.append(not_supported(child(path, "fieldPath"), field_path, allowed))
 
 
 def _validate_resource_field_ref(errs, ref: dict, path: str) -> None:

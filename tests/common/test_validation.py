@@ -364,6 +364,48 @@ KUBERNETES_WORDING = [
     ("secret-item-no-path", {"spec.volumes[0]": {"name": "data", "secret": {"secretName": "s", "items": [
         {"key": "tls.crt"}]}}},
      ["spec.volumes[0].secret.items[0].path: Required value", DATA_MOUNT_GONE]),
+    # downwardAPI and projected volumes: K8S validateDownwardAPIVolumeFile,
+    # validateProjectedVolumeSource (one kind per source, no two files at one path)
+    ("downwardAPI-fine", {"spec.volumes[0]": {"name": "data", "downwardAPI": {"items": [
+        {"path": "labels", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels"}},
+        {"path": "app", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels['app']"}},
+        {"path": "cpu", "resourceFieldRef": {"containerName": "app", "resource": "limits.cpu"}}]}}}, []),
+    ("downwardAPI-bad-files", {"spec.volumes[0]": {"name": "data", "downwardAPI": {"defaultMode": 0o1000, "items": [
+        {"path": "../node", "fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}},
+        {"path": "cpu", "resourceFieldRef": {"resource": "limits.cpu"}},
+        {"path": "both", "fieldRef": {"fieldPath": "metadata.name"}, "resourceFieldRef": {
+            "containerName": "app", "resource": "limits.cpu"}},
+        {"path": "neither"}]}}},
+     ["spec.volumes[0].downwardAPI.defaultMode: Invalid value: 512: "
+      "must be a number between 0 and 0777 (octal), both inclusive",
+      'spec.volumes[0].downwardAPI.items[0].path: Invalid value: "../node": must not contain \'..\'',
+      'spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath: Unsupported value: "spec.nodeName": '
+      'supported values: "metadata.name", "metadata.namespace", "metadata.labels", "metadata.annotations", '
+      '"metadata.uid"',
+      "spec.volumes[0].downwardAPI.items[1].resourceFieldRef.containerName: Required value",
+      'spec.volumes[0].downwardAPI.items[2]: Invalid value: "resource": '
+      "fieldRef and resourceFieldRef can not be specified simultaneously",
+      "spec.volumes[0].downwardAPI.items[3]: Required value: one of fieldRef and resourceFieldRef is required",
+      DATA_MOUNT_GONE]),
+    ("projected-fine", {"spec.volumes[0]": {"name": "data", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}}]}}},
+     []),
+    ("projected-bad-sources", {"spec.volumes[0]": {"name": "data", "projected": {"sources": [
+        {"serviceAccountToken": {"path": "token", "expirationSeconds": 60}},
+        {"secret": {"name": "s", "items": [{"key": "a", "path": "token"}]},
+         "configMap": {"name": "c"}},
+        {"serviceAccountToken": {"path": "/etc/token", "expirationSeconds": 2 ** 40}}]}}},
+     ["spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds: Invalid value: 60: "
+      "may not specify a duration less than 10 minutes",
+      "spec.volumes[0].projected.sources[1]: Forbidden: may not specify more than 1 volume type per source",
+      'spec.volumes[0].projected: Invalid value: "s": conflicting duplicate paths',
+      "spec.volumes[0].projected.sources[2].serviceAccountToken.expirationSeconds: Invalid value: "
+      "1099511627776: may not specify a duration larger than 2^32 seconds",
+      'spec.volumes[0].projected.sources[2].serviceAccountToken.path: Invalid value: "/etc/token": '
+      "must be a relative path",
+      DATA_MOUNT_GONE]),
     ("emptyDir-sizeLimit-negative", {"spec.volumes[0].emptyDir.sizeLimit": "-1Gi"},
      ["spec.volumes[0].emptyDir.sizeLimit: Forbidden: "
       "SizeLimit field must be a valid resource quantity", DATA_MOUNT_GONE]),
