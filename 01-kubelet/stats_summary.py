@@ -105,6 +105,10 @@ class StatsSummary:
         self._answered_at = float("-inf")
         self._lock = threading.Lock()      # one reading at a time; the others wait and share it
         self._unreadable: set[str] = set()
+        # The machine's counter runs from boot: one reading now (no more until
+        # asked) makes the first answer's rate run from the kubelet's start.
+        usage = read_machine()
+        self.rates.rate("node", Reading(usage.at, usage.cpu_ns), boot_time())
 
     def summary(self) -> dict:
         with self._lock:
