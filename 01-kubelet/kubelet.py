@@ -464,7 +464,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--authentication-token-file",
                         help="a file holding the API server's token (make certs: .certs/kubelet-client.token): "
                              "then only the API server, presenting it, and this machine (loopback) may read "
-                             "/pods, /metrics and /containerLogs; without it, anyone who reaches the port may")
+                             "/pods, /metrics, /stats/summary and /containerLogs; without it, anyone who reaches the port may")
     parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
     parser.add_argument("--backoff-initial", type=seconds, default=10.0,
                         help="first crash/pull back-off delay (Kubernetes: 10s)")
