@@ -62,6 +62,7 @@ class ContainerInfo:
     image: str
     image_id: str
     ip: str               # the pod IP: a running pause container's, or the label on an app container
+    pid: int = 0          # its first process, on this machine (0 when not running): its cgroup's counters
 
     @property
     def running(self) -> bool:
@@ -106,6 +107,7 @@ def _info(attrs: dict) -> ContainerInfo:
         image=attrs["Config"].get("Image", ""),
         image_id=attrs.get("Image", ""),
         ip=_container_ip(attrs) or labels.get(cfg.LABEL_POD_IP, ""),
+        pid=state.get("Pid") or 0,
     )
 
 

@@ -36,6 +36,7 @@ from common.log import EventLogger, get_logger  # noqa: E402
 from common.times import rfc3339  # noqa: E402
 from common.token_file import TokenFileError, read_token_file  # noqa: E402
 from docker_runtime import ContainerInfo, DockerRuntime  # noqa: E402
+from kubelet_metrics import KubeletMetrics  # noqa: E402
 from lifecycle_hooks import field_path  # noqa: E402
 from manifest_source import FileSource  # noqa: E402
 from pod_actions import ProbeResults, compute_pod_actions, is_sidecar  # noqa: E402
@@ -44,6 +45,7 @@ from pod_status import Starting, Waiting, pod_status  # noqa: E402
 from pod_worker import PodWorker, WaitingReasons  # noqa: E402
 from probes import ProbeManager  # noqa: E402
 from security_context import Node  # noqa: E402
+from stats_summary import StatsSummary  # noqa: E402
 
 
 class Kubelet:
@@ -85,6 +87,8 @@ class Kubelet:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.syncs = 0          # completed syncs, served on /metrics
+        self.metrics = KubeletMetrics(self)                   # /metrics (kubelet_metrics.py)
+        self.stats = StatsSummary(node_name, self.pods_and_containers, log)   # /stats/summary, when asked
 
     # --- the loop -------------------------------------------------------------
 
@@ -94,7 +98,8 @@ class Kubelet:
         self.log.info("kubelet started", obj=self.node_name, docker=self.runtime.version())
         while not self._stop.is_set():
             try:
-                self.sync_once()
+                with self.metrics.timing_sync():     # kubelet_sync_loop_duration_seconds
+                    self.sync_once()
             except Exception as error:  # Docker away, a bug: log it, never die
                 self.log.error("sync failed, retrying", error=f"{type(error).__name__}: {error}")
             self._wake.wait(self.sync_frequency)
@@ -284,7 +289,9 @@ class Kubelet:
         if all_running and uid not in self._running_logged:
             self._running_logged.add(uid)
             started = max(c.started_at or 0 for c in containers if c.name != cfg.SANDBOX_NAME)
-            self.log.info("pod running", obj=key, startup=f"{max(0.0, started - self.first_seen[uid]):.3f}s")
+            startup = max(0.0, started - self.first_seen[uid])
+            self.log.info("pod running", obj=key, startup=f"{startup:.3f}s")
+            self.metrics.pod_started(startup)
 
     def _hold_back(self, pod: dict, waiting: dict[str, Waiting]) -> None:
         """Remember why containers wait (a back-off, mostly). Each wait that
@@ -347,6 +354,12 @@ class Kubelet:
         """uid -> pod, as of the latest sync (for the volume refresh thread)."""
         with self._lock:
             return dict(self.pods)
+
+    def pods_and_containers(self) -> list[tuple[dict, list[ContainerInfo]]]:
+        """Each pod wanted here with its Docker containers, as of the latest
+        sync (for /stats/summary and /metrics: no Docker call)."""
+        with self._lock:
+            return [(pod, self.containers.get(uid, [])) for uid, pod in self.pods.items()]
 
     def find_pod(self, namespace: str, name: str) -> tuple[dict | None, list[ContainerInfo]]:
         with self._lock:
@@ -451,7 +464,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--authentication-token-file",
                         help="a file holding the API server's token (make certs: .certs/kubelet-client.token): "
                              "then only the API server, presenting it, and this machine (loopback) may read "
-                             "/pods, /metrics and /containerLogs; without it, anyone who reaches the port may")
+                             "/pods, /metrics, /stats/summary and /containerLogs; without it, anyone who reaches the port may")
     parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
     parser.add_argument("--backoff-initial", type=seconds, default=10.0,
                         help="first crash/pull back-off delay (Kubernetes: 10s)")

@@ -2,7 +2,9 @@
 
     GET /healthz                                   "ok", to anyone
     GET /pods                                      a PodList, with status
-    GET /metrics                                   counters, in Prometheus' text format
+    GET /metrics                                   the kubelet's own figures, in Prometheus' text format
+    GET /stats/summary                             what the node and each pod use (the Summary API)
+    GET /metrics/resource                          the same, in Prometheus' text format
     GET /containerLogs/{namespace}/{pod}/{container}?tailLines=N&follow=true&previous=true&timestamps=true
 
 Everything but /healthz tells about every pod on the node, logs included,
@@ -27,6 +29,7 @@ from werkzeug.serving import make_server
 import pod_config as cfg
 from common.log import EventLogger
 from common.token_file import same_token
+from kubelet_metrics import PROMETHEUS_TEXT, resource_metrics
 from pod_status import latest_two
 
 bp = Blueprint("kubelet", __name__)
@@ -98,14 +101,20 @@ def pods():
 
 @bp.get("/metrics")
 def metrics():
-    """A start on the real kubelet's /metrics: how many syncs have run (a
-    test waits for "a few more syncs" by watching it) and how many pods."""
-    kubelet = current_app.config["KUBELET"]
-    body = ("# TYPE kubelet_sync_loops_total counter\n"
-            f"kubelet_sync_loops_total {kubelet.syncs}\n"
-            "# TYPE kubelet_desired_pods gauge\n"
-            f"kubelet_desired_pods {len(kubelet.pods)}\n")
-    return body, 200, {"Content-Type": "text/plain; version=0.0.4"}
+    """How the kubelet is doing: syncs, pod starts, running pods (kubelet_metrics.py)."""
+    return Response(current_app.config["KUBELET"].metrics.exposition(), content_type=PROMETHEUS_TEXT)
+
+
+@bp.get("/stats/summary")
+def stats_summary():
+    """What the node and its pods use, read on request (stats_summary.py):
+    what the API server reads for `kubectl top`."""
+    return jsonify(current_app.config["KUBELET"].stats.summary())
+
+
+@bp.get("/metrics/resource")
+def metrics_resource():
+    return Response(resource_metrics(current_app.config["KUBELET"].stats.summary()), content_type=PROMETHEUS_TEXT)
 
 
 @bp.get("/containerLogs/<namespace>/<pod_name>/<container_name>")

@@ -8,7 +8,7 @@ It wires every part, so it names modules outside the core: the gauntlet
 (abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens, sa_tokens,
 service_accounts, authentication, access_review, admission: part 3),
 custom_resources, service_ips and kubernetes_service (chapters 04 and 05
-use them), metrics,
+use them), metrics, resource_metrics (`kubectl top`),
 and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a
 first read follow create_app's order and take those on trust.
 """
@@ -36,6 +36,7 @@ from kubectl_compat import openapi_v2
 import deletion
 import rbac_aggregation
 import rbac_bootstrap
+import resource_metrics
 import rest
 from request_context import respond
 import sa_tokens
@@ -127,6 +128,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(access_review.bp)
     app.register_blueprint(oidc_discovery.bp)
     app.register_blueprint(metrics.bp)
+    app.register_blueprint(resource_metrics.bp)     # metrics.k8s.io, before rest's catch-all /apis/...
     app.register_blueprint(rest.bp)
     metrics.install(app)       # first, so it counts what the gauntlet refuses too
     gauntlet.install(app)

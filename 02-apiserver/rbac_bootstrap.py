@@ -124,6 +124,11 @@ def cluster_roles() -> list[dict]:
             rule(READ, ["apps"], APPS + APPS_STATUS_AND_SCALE),
             rule(READ, ["batch"], ["jobs", "cronjobs", "jobs/status", "cronjobs/status"]),
             rule(READ, ["discovery.k8s.io"], ["endpointslices"])], aggregated_to("view")),
+        # `kubectl top` for whoever may view: in Kubernetes this role comes with
+        # metrics-server's manifest, which serves the group (resource_metrics.py).
+        cluster_role("system:aggregated-metrics-reader", [
+            rule(READ, ["metrics.k8s.io"], ["pods", "nodes"])],
+            {**aggregated_to("view"), **aggregated_to("edit"), **aggregated_to("admin")}),
         *component_roles(),
     ]
 # [END default-roles]

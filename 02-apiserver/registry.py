@@ -112,8 +112,17 @@ RESOURCES += (
              verbs=("create",)),          # ... and what that caller may do
 )
 
-_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES}
-_BY_KIND = {(r.group, r.kind): r for r in RESOURCES}
+# Not stored, and in Kubernetes not even the API server's own: metrics-server
+# serves metrics.k8s.io behind it (an aggregated API). Ours asks the
+# kubelets when a request comes (resource_metrics.py). Kept out of
+# RESOURCES, whose kinds are stored, printed and published in OpenAPI.
+METRICS: tuple[Resource, ...] = (
+    Resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods", True, verbs=("get", "list")),
+    Resource("metrics.k8s.io", "v1beta1", "NodeMetrics", "nodes", False, verbs=("get", "list")),
+)
+
+_BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES + METRICS}
+_BY_KIND = {(r.group, r.kind): r for r in RESOURCES + METRICS}
 
 # Kinds defined at run time by CustomResourceDefinitions: custom_resources.py
 # replaces this tuple whenever a definition is established or goes. The
@@ -138,8 +147,8 @@ def custom_generation() -> int:
 
 
 def served() -> tuple[Resource, ...]:
-    """Every kind served right now: the static table, then the custom kinds."""
-    return RESOURCES + _custom
+    """Every kind served right now: the static table, metrics, then the custom kinds."""
+    return RESOURCES + METRICS + _custom
 
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:

@@ -344,7 +344,9 @@ def gv_path(group: str, version: str) -> str:
 def build_document(group: str, version: str) -> dict | None:
     """The OpenAPI 3.0 document of one served group-version, None if we
     serve no such group-version."""
-    resources = registry.in_group_version(group, version)
+    # A kind without a published schema has no document: metrics.k8s.io's
+    # comes, in Kubernetes, from metrics-server, which we do not run.
+    resources = [r for r in registry.in_group_version(group, version) if _definition_name(r, r.kind)]
     if not resources:
         return None
     token = _group_token(group, version)
@@ -403,7 +405,10 @@ def _index_bytes(custom_generation: int) -> bytes:
     paths = {}
     for group, versions in registry.group_versions().items():
         for version in versions:
-            _, digest = document_bytes(group, version)
+            built = document_bytes(group, version)
+            if built is None:
+                continue                   # nothing it serves has a schema (metrics.k8s.io)
+            _, digest = built
             path = gv_path(group, version)
             paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
     return json.dumps({"paths": paths}, separators=(",", ":")).encode()

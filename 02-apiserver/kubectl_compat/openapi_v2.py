@@ -110,6 +110,8 @@ def _document(custom_generation: int) -> dict:   # rebuilt when the custom resou
     for group, versions in registry.group_versions().items():
         for version in versions:
             v3 = openapi.build_document(group, version)
+            if v3 is None:
+                continue                   # no schema published (metrics.k8s.io)
             paths.update({path: _path_item(item) for path, item in v3["paths"].items()})
             definitions.update({name: _schema(s) for name, s in v3["components"]["schemas"].items()})
     return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": f"v{schemas.KUBERNETES_VERSION}"},

@@ -84,8 +84,8 @@ class Kubelet:
     def syncs(self) -> int:
         """Completed syncs, from the kubelet's /metrics."""
         text = requests.get(self.url("/metrics"), timeout=5).text
-        return int(next(line.split()[1] for line in text.splitlines()
-                        if line.startswith("kubelet_sync_loops_total ")))
+        return int(float(next(line.split()[1] for line in text.splitlines()    # Prometheus writes 12.0
+                              if line.startswith("kubelet_sync_loops_total "))))
 
     def wait_syncs(self, more: int = 3, timeout: float = 20) -> None:
         """Wait until the kubelet has synced `more` more times: the way to

@@ -19,7 +19,7 @@ from harness import KUBELET, pod_yaml
 
 HOST_IP, REMOTE_IP = "10.213.78.1", "10.213.78.2"
 TOKEN = "the-api-servers-token-for-this-test"
-PROTECTED = ["/pods", "/metrics", "/containerLogs/default/talker/app"]
+PROTECTED = ["/pods", "/metrics", "/containerLogs/default/talker/app", "/stats/summary", "/metrics/resource"]
 
 # GET a URL from the other machine: prints {"code": ..., "body": ...}.
 REMOTE_GET = """
