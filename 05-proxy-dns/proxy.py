@@ -74,6 +74,7 @@ class ServicePort:
         self.endpoints: list[tuple[str, int]] = []
         self._turn = itertools.count()
         self._affinity: dict[str, tuple[tuple[str, int], float]] = {}
+        self._swept = time.monotonic()                 # when expired affinities were last dropped
         self._lock = threading.Lock()
         self.listener = socket.create_server(("0.0.0.0", 0), backlog=128)
         self.proxy_port = self.listener.getsockname()[1]
@@ -94,9 +95,21 @@ class ServicePort:
                     return last[0]
             chosen = self.endpoints[next(self._turn) % len(self.endpoints)]
             if self.affinity_seconds is not None:
+                self._forget_expired()
                 self._affinity[client_ip] = (chosen, time.monotonic())
             return chosen
     # [END round-robin-endpoint]
+
+    def _forget_expired(self) -> None:
+        """Drop the clients whose affinity has run out, at most once per
+        timeout (kube-proxy's userspace mode swept them on every sync), so
+        the table holds the recent clients, not every client ever seen."""
+        now = time.monotonic()
+        if now - self._swept < self.affinity_seconds:
+            return
+        self._swept = now
+        self._affinity = {ip: (endpoint, at) for ip, (endpoint, at) in self._affinity.items()
+                          if now - at < self.affinity_seconds}
 
     def forget_affinity(self, client_ip: str) -> None:
         with self._lock:
