@@ -42,6 +42,7 @@ class Due(NamedTuple):
     run: datetime | None        # the latest run to start now, if any
     missed: int                 # how many scheduled times passed without a run (run included)
     next: datetime              # the next scheduled time after now: when to look again
+    too_late: datetime | None = None    # without a run: the latest slot the starting deadline let pass
 
 
 # [START cronjob-due]
@@ -56,15 +57,24 @@ def due_run(schedule: cron.Schedule, last: datetime, now: datetime,
     earliest = last
     if starting_deadline is not None:
         earliest = max(earliest, now - timedelta(seconds=starting_deadline))
-    run, missed, t = None, 0, schedule.next_after(earliest)
-    while t <= now:
-        run, missed = t, missed + 1
-        if missed > TOO_MANY_MISSED:         # stop counting; the latest is found by stepping from near now
-            t = schedule.next_after(max(t, now - timedelta(days=1)))
+    run, missed, t = latest_slot(schedule, earliest, now)
+    too_late = None
+    if run is None and earliest > last:
+        too_late = latest_slot(schedule, last, earliest)[0]
+    return Due(run, missed, t, too_late)
+# [END cronjob-due]
+
+
+def latest_slot(schedule: cron.Schedule, after: datetime, until: datetime) -> tuple[datetime | None, int, datetime]:
+    """The latest scheduled time in (after, until], how many there were, and the first one after `until`."""
+    latest, count, t = None, 0, schedule.next_after(after)
+    while t <= until:
+        latest, count = t, count + 1
+        if count > TOO_MANY_MISSED:          # stop counting; the latest is found by stepping from near the end
+            t = schedule.next_after(max(t, until - timedelta(days=1)))
             continue
         t = schedule.next_after(t)
-    return Due(run, missed, t)
-# [END cronjob-due]
+    return latest, count, t
 
 
 def job_name(cronjob_name: str, run: datetime) -> str:
@@ -130,6 +140,9 @@ class CronJobController(Controller):
                               ".spec.startingDeadlineSeconds or check clock skew")
         if due.run is not None and not spec.get("suspend"):
             self.start_run(cronjob, status, due.run)
+        elif due.too_late is not None and not spec.get("suspend"):
+            self.events.event(cronjob, "Warning", "MissSchedule", "Missed scheduled time to start a job: "
+                              + due.too_late.strftime("%a, %d %b %Y %H:%M:%S %z"))
         self.write_status(cronjob, status)
         if not spec.get("suspend"):                  # a suspended CronJob wakes on its next update
             self.queue.add_after(key, max(0.0, (due.next - now).total_seconds()) + 0.1)
