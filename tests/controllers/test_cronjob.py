@@ -8,7 +8,6 @@ controller that had been down for a while would find it), and resumes it.
 from __future__ import annotations
 
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -137,11 +136,12 @@ def this_minute() -> datetime:
     return datetime.now(timezone.utc).replace(second=0, microsecond=0)
 
 
-def finish(api, job: dict, outcome: str = "Complete") -> None:
-    """What the Job controller writes when a Job ends."""
+def finish(api, job: dict, outcome: str = "Complete", started: str | None = None) -> None:
+    """What the Job controller writes when a Job ends (started: its startTime,
+    by default its creation)."""
     now = rfc3339(datetime.now(timezone.utc))
     status = {"conditions": [{"type": outcome, "status": "True", "lastTransitionTime": now}],
-              "startTime": job["metadata"]["creationTimestamp"]}
+              "startTime": started or job["metadata"]["creationTimestamp"]}
     if outcome == "Complete":
         status["completionTime"], status["succeeded"] = now, 1
     response = api.patch(f"/apis/batch/v1/namespaces/{job['metadata']['namespace']}/jobs/"
@@ -220,8 +220,7 @@ def test_history_limits_delete_the_oldest_finished_jobs(api, manager):
                 "spec": made["spec"]["jobTemplate"]["spec"]}
         created = api.post(f"/apis/batch/v1/namespaces/{ns}/jobs", body)
         assert created.status_code == 201, created.text
-        finish(api, created.json(), outcome)
-        time.sleep(1.1)                                     # creation times one second apart
+        finish(api, created.json(), outcome, started=f"2026-01-01T00:0{i}:00Z")   # tidy-0 oldest
     resume(api, ns, "tidy")
     wait_for(lambda: [j["metadata"]["name"] for j in jobs_of(api, ns)] == ["tidy-1"], timeout=20,
              what="only the newest successful Job kept")
