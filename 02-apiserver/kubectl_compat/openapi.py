@@ -331,6 +331,13 @@ def _subresource_operations(sub: str, op_name: str, r: registry.Resource,
         text = _content({"type": "string"}, ("text/plain", "application/json"))
         return {"get": _operation("get", f"read{op_name}", f"read log of the specified {r.kind}",
                                   gvk, text, params=_LOG_PARAMS)}
+    if sub in ("exec", "attach", "portforward"):     # a connection kubectl upgrades, no object
+        options = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}
+        options_gvk = {"group": "", "kind": options[sub], "version": "v1"}
+        text = _content({"type": "string"}, ("*/*",))
+        return {method: _operation("connect", f"connect{op_name.replace('Namespaced', method.capitalize() + 'Namespaced')}",
+                                   f"connect {method.upper()} requests to {sub} of {r.kind}", options_gvk, text)
+                for method in ("get", "post")}
     raise ValueError(f"no OpenAPI operations for subresource {sub!r}")
 
 
