@@ -304,19 +304,28 @@ def test_the_kubelets_streaming_port_refuses_anyone_but_the_api_server(cluster):
 
 
 @pytest.fixture(scope="module")
-def secure(cluster, tmp_path_factory):
-    """A secure-port server with tokens and the ABAC policy, knowing our kubelet and its `web`."""
-    certs = make_certs(tmp_path_factory.mktemp("certs"))
-    token = cluster.tmp / "kubelet-client.token"
-    server = SecureServer(tmp_path_factory.mktemp("secure") / "data", certs,
-                          "--kubelet-client-token-file", str(token)).start()
-    api = Client(server.url)
+def certs(tmp_path_factory) -> Path:
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+def secure_server(cluster, certs, data: Path, *extra: str) -> SecureServer:
+    """A secure-port server with tokens and a policy, knowing our kubelet and its `web`."""
+    server = SecureServer(data, certs, "--kubelet-client-token-file", str(cluster.tmp / "kubelet-client.token"),
+                          *extra).start()
+    api = Client(server.url)          # the insecure port: the administrator
     node = {"metadata": {"name": cluster.kubelet.node_name},
             "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
                        "daemonEndpoints": {"kubeletEndpoint": {"Port": cluster.kubelet.port}}}}
     assert api.post("/api/v1/nodes", node).status_code == 201
     pod = {"metadata": {"name": "web"}, "spec": {"nodeName": cluster.kubelet.node_name, "containers": [WEB]}}
     assert api.post("/api/v1/namespaces/default/pods", pod).status_code == 201
+    return server
+
+
+@pytest.fixture(scope="module")
+def secure(cluster, certs, tmp_path_factory):
+    """With the ABAC policy (02-apiserver/policy.jsonl)."""
+    server = secure_server(cluster, certs, tmp_path_factory.mktemp("secure") / "data")
     yield server, certs
     server.stop()
 
@@ -348,3 +357,20 @@ def test_exec_over_https_is_authorized_as_create_and_audited(cluster, secure):
     audit = [line for line in server.log().splitlines() if "audit" in line and "pods/exec" in line]
     assert any("user=admin" in line and "code=101" in line for line in audit), audit
     assert any("user=viewer" in line and "code=403" in line for line in audit), audit
+
+
+def test_under_rbac_the_edit_role_may_exec_and_view_may_not(cluster, certs, tmp_path):
+    server = secure_server(cluster, certs, tmp_path / "data", "--authorization-mode", "RBAC")
+    try:
+        refused = kubectl_as(cluster, (server, certs), "viewer", "exec", "web", "--", "true")   # bound to view
+        assert refused.returncode == 1 and "Forbidden" in refused.stderr, refused.stderr
+        binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                   "metadata": {"name": "viewer-edits"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                   "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}]}
+        made = Client(server.url).post("/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", binding)
+        assert made.status_code == 201, made.text
+        allowed = kubectl_as(cluster, (server, certs), "viewer", "exec", "web", "--", "echo", "edit may")
+        assert (allowed.returncode, allowed.stdout) == (0, "edit may\n"), allowed.stderr
+    finally:
+        server.stop()
