@@ -19,6 +19,8 @@ import struct
 import threading
 from dataclasses import dataclass
 
+import docker.errors
+
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")     # our preference, best first
 SUCCESS = {"metadata": {}, "status": "Success"}
@@ -59,14 +61,20 @@ class Session:
         self.exec_id: str | None = None
 
     def run_exec(self) -> None:
-        self.exec_id, self.docker = self.runtime.exec_stream(
-            self.container_id, list(self.options.command), self.options.stdin, self.options.tty)
+        try:
+            self.exec_id, self.docker = self.runtime.exec_stream(
+                self.container_id, list(self.options.command), self.options.stdin, self.options.tty)
+        except docker.errors.APIError as error:      # the container stopped a moment ago, say
+            return self._fail(f"failed to exec in container: {error.explanation or error}")
         self._relay(raw=self.options.tty)
         code = self.runtime.exec_exit_code(self.exec_id)
         self._finish(SUCCESS if not code else exit_status(code, self.options.command))
 
     def run_attach(self) -> None:
-        tty, self.docker = self.runtime.attach_stream(self.container_id)
+        try:
+            tty, self.docker = self.runtime.attach_stream(self.container_id)
+        except docker.errors.APIError as error:
+            return self._fail(f"failed to attach to container: {error.explanation or error}")
         self._relay(raw=tty)
         self._finish(SUCCESS)
 
@@ -108,6 +116,12 @@ class Session:
                 self.ws.send(bytes([channel]) + pending[8:8 + length])
                 pending = pending[8 + length:]
     # [END exec-keystroke-out]
+
+    def _fail(self, message: str) -> None:
+        """Nothing started: the Status says why, and the WebSocket closes."""
+        failure = {"metadata": {}, "status": "Failure", "reason": "InternalError", "message": message}
+        self.ws.send(bytes([ERROR]) + json.dumps(failure).encode())
+        self.ws.close()
 
     def _finish(self, status: dict) -> None:
         """The Status on the error channel, then the WebSocket's close;
