@@ -169,7 +169,7 @@ def splice(client, kubelet: socket.socket, to_client: bytes, to_kubelet: bytes) 
                 break
         for sock in ready:
             try:
-                data = sock.recv(256 * 1024)
+                data = sock.recv(1024 * 1024)
             except (OSError, ValueError):
                 data = b""
             try:

@@ -26,7 +26,7 @@ import threading
 from streaming import spdy
 
 CONNECT_SECONDS = 5
-CHUNK = 64 * 1024
+CHUNK = 1024 * 1024
 
 
 class Forward:
@@ -84,7 +84,7 @@ class Forward:
 
 class Session:
     """One SPDY connection. `transport` has recv() -> bytes (b"" at the
-    end) and send(bytes): a raw socket, or a WebSocket carrying SPDY."""
+    end) and send(*parts): a raw socket, or a WebSocket carrying SPDY."""
 
     def __init__(self, transport, pod_ip: str, pod_name: str, pod_uid: str):
         self.transport, self.pod_ip, self.pod_name, self.pod_uid = transport, pod_ip or "127.0.0.1", pod_name, pod_uid
@@ -96,7 +96,7 @@ class Session:
     def send(self, frame) -> None:
         with self._send_lock:            # one frame at a time, and the header compressor is shared
             try:
-                self.transport.send(self.framer.encode(frame))
+                self.transport.send(*self.framer.encode_parts(frame))
             except OSError:
                 pass
 

@@ -105,7 +105,7 @@ class Session:
         pending = b""
         while chunk := self.docker.sock.recv(64 * 1024):
             if raw:
-                self.ws.send(bytes([STDOUT]) + chunk)      # the echo of the keystroke, back out
+                self.ws.send(bytes([STDOUT]), chunk)       # the echo of the keystroke, back out
                 continue
             pending += chunk
             while len(pending) >= 8:
@@ -113,7 +113,7 @@ class Session:
                 if len(pending) < 8 + length:
                     break
                 channel = STDERR if stream == 2 else STDOUT
-                self.ws.send(bytes([channel]) + pending[8:8 + length])
+                self.ws.send(bytes([channel]), pending[8:8 + length])
                 pending = pending[8 + length:]
     # [END exec-keystroke-out]
 

@@ -24,7 +24,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 
 import pod_config as cfg
 from streaming import port_forward, remote_command
-from streaming.websocket import WebSocket, protocols_offered
+from streaming.websocket import WebSocket, protocols_offered, send_all
 
 bp = Blueprint("streaming", __name__)
 PATHS = ("/exec/", "/attach/", "/portForward/")
@@ -175,8 +175,8 @@ class MessageStream:
                 return message
         return b""
 
-    def send(self, data: bytes) -> None:
-        self.ws.send(data)
+    def send(self, *parts: bytes) -> None:
+        self.ws.send(*parts)
 
 
 class SocketStream:
@@ -189,5 +189,5 @@ class SocketStream:
         except OSError:
             return b""
 
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
+    def send(self, *parts: bytes) -> None:
+        send_all(self.sock, list(parts))

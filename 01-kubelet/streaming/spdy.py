@@ -166,11 +166,19 @@ class Framer:
 
     # sending
     def encode(self, frame: Frame) -> bytes:
+        return b"".join(self.encode_parts(frame))
+
+    def encode_parts(self, frame: Frame) -> list[bytes]:
+        """The frame as pieces to write one after the other: a DATA frame's
+        bytes are not copied behind its header (port-forward's megabytes)."""
         if isinstance(frame, Data):
             if len(frame.data) > MAX_DATA:
                 raise ValueError(f"a DATA frame holds at most {MAX_DATA} bytes")
-            return struct.pack(">II", frame.stream_id & 0x7FFFFFFF,
-                               (FLAG_FIN if frame.fin else 0) << 24 | len(frame.data)) + frame.data
+            return [struct.pack(">II", frame.stream_id & 0x7FFFFFFF,
+                                (FLAG_FIN if frame.fin else 0) << 24 | len(frame.data)), frame.data]
+        return [self._encode_control(frame)]
+
+    def _encode_control(self, frame: Frame) -> bytes:
         flags = FLAG_FIN if getattr(frame, "fin", False) else 0
         if isinstance(frame, SynStream):
             kind, body = SYN_STREAM, struct.pack(">IIBB", frame.stream_id, frame.associated_to,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import socket
+import struct
 import threading
 
 from wsproto.connection import Connection, ConnectionState, ConnectionType
@@ -53,10 +54,16 @@ class WebSocket:
         sock.sendall(head.encode("latin-1"))
         return cls(sock, environ["wsgi.input"])
 
-    def send(self, data: bytes) -> None:
+    def send(self, *parts: bytes) -> None:
+        """One binary message, made of these bytes one after the other. A
+        server's frames are not masked: the frame is a short header and the
+        bytes as they are, so we write the header ourselves and hand it all
+        to the kernel without copying the payload (wsproto's send() joins
+        them into a new buffer: at port-forward's rates that copy was a
+        quarter of the kubelet's time)."""
         with self._send_lock:
             if self.connection.state is ConnectionState.OPEN:
-                self.sock.sendall(self.connection.send(BytesMessage(data=data)))
+                send_all(self.sock, [_binary_frame_header(sum(map(len, parts))), *parts])
 
     def receive(self) -> bytes | None:
         """The next whole message's bytes; None once the peer has closed."""
@@ -93,3 +100,24 @@ class WebSocket:
                 self.sock.shutdown(socket.SHUT_WR)
             except OSError:
                 pass
+
+
+def _binary_frame_header(length: int) -> bytes:
+    """RFC 6455 section 5.2: FIN and opcode 2 (binary), no mask, the length in 7, 16 or 64 bits."""
+    if length < 126:
+        return struct.pack(">BB", 0x82, length)
+    if length < 1 << 16:
+        return struct.pack(">BBH", 0x82, 126, length)
+    return struct.pack(">BBQ", 0x82, 127, length)
+
+
+def send_all(sock: socket.socket, parts: list[bytes]) -> None:
+    """sendall() for several buffers: sendmsg() may send only part of them."""
+    views = [memoryview(part) for part in parts if part]
+    while views:
+        sent = sock.sendmsg(views)
+        while views and sent >= len(views[0]):
+            sent -= len(views[0])
+            views.pop(0)
+        if views and sent:
+            views[0] = views[0][sent:]
