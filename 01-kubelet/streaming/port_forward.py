@@ -138,6 +138,7 @@ class Session:
             self.send(frame)                      # answered with the same id
         # SETTINGS, WINDOW_UPDATE, HEADERS, GOAWAY: nothing to do (see spdy.py)
 
+    # [START port-forward-pairs]
     def _new_stream(self, frame: spdy.SynStream) -> None:
         """Accept the stream (SYN_REPLY); once both streams of a request are here, connect."""
         self.send(spdy.SynReply(frame.stream_id))
@@ -162,3 +163,4 @@ class Session:
         if forward.data_id and forward.error_id:
             del self.pairs[request_id]
             forward.start()
+    # [END port-forward-pairs]
