@@ -179,16 +179,16 @@ def main() -> int:
         spdy, direct_too = port_forward_throughput(api_url, workdir, False, f"http://{ip}/big.bin")
 
         ms = lambda seconds: f"{seconds * 1000:.2f} ms"       # noqa: E731
+        keys, docker_keys_median = statistics.median(api_keys), statistics.median(docker_keys)
         print("| measurement | through API server + kubelet | straight on Docker | ratio |")
         print("|---|---|---|---|")
-        print(f"| a keystroke's round trip (median of {ROUND_TRIPS}) | {ms(statistics.median(api_keys))} "
-              f"| {ms(statistics.median(docker_keys))} | {statistics.median(api_keys) / statistics.median(docker_keys):.1f}x |")
+        print(f"| a keystroke's round trip (median of {ROUND_TRIPS}) | {ms(keys)} | {ms(docker_keys_median)} "
+              f"| {keys / docker_keys_median:.1f}x |")
         print(f"| a whole exec of `echo x` (median of {WHOLE_EXECS}) | {ms(api_whole)} | {ms(docker_whole)} "
               f"| {api_whole / docker_whole:.1f}x |")
-        print(f"| port-forward, WebSocket tunnel ({SIZE >> 20} MB) | {tunnel:.0f} MB/s | {direct:.0f} MB/s to the pod IP "
-              f"| {tunnel / direct:.0%} of direct |")
-        print(f"| port-forward, plain SPDY ({SIZE >> 20} MB) | {spdy:.0f} MB/s | {direct_too:.0f} MB/s to the pod IP "
-              f"| {spdy / direct_too:.0%} of direct |")
+        for transport, forwarded, straight in (("WebSocket tunnel", tunnel, direct), ("plain SPDY", spdy, direct_too)):
+            print(f"| port-forward, {transport} ({SIZE >> 20} MB) | {forwarded:.0f} MB/s "
+                  f"| {straight:.0f} MB/s to the pod IP | {forwarded / straight:.0%} of direct |")
         return 0
     finally:
         for process in reversed(processes):

@@ -335,9 +335,11 @@ def _subresource_operations(sub: str, op_name: str, r: registry.Resource,
         options = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}
         options_gvk = {"group": "", "kind": options[sub], "version": "v1"}
         text = _content({"type": "string"}, ("*/*",))
-        return {method: _operation("connect", f"connect{op_name.replace('Namespaced', method.capitalize() + 'Namespaced')}",
-                                   f"connect {method.upper()} requests to {sub} of {r.kind}", options_gvk, text)
-                for method in ("get", "post")}
+        # Kubernetes' ids: connectCoreV1GetNamespacedPodExec, connectCoreV1PostNamespacedPodExec.
+        ids = {method: "connect" + op_name.replace("Namespaced", method.capitalize() + "Namespaced")
+               for method in ("get", "post")}
+        return {method: _operation("connect", ids[method], f"connect {method.upper()} requests to {sub} of {r.kind}",
+                                   options_gvk, text) for method in ids}
     raise ValueError(f"no OpenAPI operations for subresource {sub!r}")
 
 
