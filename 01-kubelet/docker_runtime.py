@@ -444,6 +444,11 @@ class Hijacked:
     sock: socket.socket
     keep: object          # the SDK's wrapper: while it lives, its finalizer cannot close the socket
 
+    def close(self) -> None:
+        """Both: a socket with a file wrapper open keeps its descriptor until the wrapper closes too."""
+        self.keep.close()
+        self.sock.close()
+
 
 def _raw_socket(hijacked) -> Hijacked:
     """The socket under what the Docker SDK returns (a SocketIO over a unix

@@ -92,6 +92,8 @@ class Session:
                 self.runtime.resize(self.exec_id, self.container_id, size["Width"], size["Height"])
             elif channel == CLOSE and data[:1] == bytes([STDIN]):
                 self.docker.sock.shutdown(socket.SHUT_WR)   # EOF: `cat` ends, `sh` exits
+        # kubectl has gone (or said goodbye): stop waiting for the process's output.
+        _shut(self.docker.sock)
     # [END exec-keystroke-in]
 
     # [START exec-keystroke-out]
@@ -103,18 +105,21 @@ class Session:
         self.input = threading.Thread(target=self._from_client, daemon=True, name="exec-stdin")
         self.input.start()
         pending = b""
-        while chunk := self.docker.sock.recv(64 * 1024):
-            if raw:
-                self.ws.send(bytes([STDOUT]), chunk)       # the echo of the keystroke, back out
-                continue
-            pending += chunk
-            while len(pending) >= 8:
-                stream, length = struct.unpack(">BxxxI", pending[:8])
-                if len(pending) < 8 + length:
-                    break
-                channel = STDERR if stream == 2 else STDOUT
-                self.ws.send(bytes([channel]), pending[8:8 + length])
-                pending = pending[8 + length:]
+        try:
+            while chunk := _recv(self.docker.sock):
+                if raw:
+                    self.ws.send(bytes([STDOUT]), chunk)       # the echo of the keystroke, back out
+                    continue
+                pending += chunk
+                while len(pending) >= 8:
+                    stream, length = struct.unpack(">BxxxI", pending[:8])
+                    if len(pending) < 8 + length:
+                        break
+                    channel = STDERR if stream == 2 else STDOUT
+                    self.ws.send(bytes([channel]), pending[8:8 + length])
+                    pending = pending[8 + length:]
+        except OSError:
+            pass                  # kubectl went away mid-output
     # [END exec-keystroke-out]
 
     def _fail(self, message: str) -> None:
@@ -126,12 +131,26 @@ class Session:
     def _finish(self, status: dict) -> None:
         """The Status on the error channel, then the WebSocket's close;
         kubectl reads the exit code from it and ends."""
-        self.ws.send(bytes([ERROR]) + json.dumps(status).encode())
+        try:
+            self.ws.send(bytes([ERROR]) + json.dumps(status).encode())
+        except OSError:
+            pass                          # kubectl has gone already: nobody to tell
         self.ws.close()
         self.input.join(timeout=2)        # the client's answering close frame ends the stdin thread
         for sock in (self.ws.sock, self.docker.sock):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)     # wakes a thread still blocked reading it
-            except OSError:
-                pass
-        self.docker.sock.close()
+            _shut(sock)                   # wakes a thread still blocked reading it
+        self.docker.close()
+
+
+def _recv(sock: socket.socket) -> bytes:
+    try:
+        return sock.recv(256 * 1024)
+    except OSError:
+        return b""
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass

@@ -169,6 +169,31 @@ def test_exec_it_is_an_interactive_shell_with_the_terminals_size(cluster):
         terminal.close()
 
 
+def kubelet_resources(cluster: Cluster) -> tuple[int, int]:
+    """(threads, open file descriptors) of the kubelet process."""
+    pid = cluster.kubelet.process.pid
+    threads = int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                       if line.startswith("Threads:")))
+    return threads, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def test_execs_that_end_or_are_abandoned_leave_nothing_behind_in_the_kubelet(cluster):
+    """Each exec holds a thread and two sockets (kubectl's, Docker's) while it
+    runs; they go when it ends, and when kubectl is killed halfway."""
+    for _ in range(5):                                     # warm the kubelet's Docker connection pool
+        cluster.k.run("exec", "web", "--", "true")
+    threads, fds = kubelet_resources(cluster)
+    for _ in range(15):
+        assert cluster.k.run("exec", "web", "--", "true").returncode == 0
+    abandoned = subprocess.Popen(cluster.k.argv("exec", "web", "--", "sleep", "300"), env=cluster.k.env)
+    wait_for(lambda: kubelet_resources(cluster)[0] > threads, 20, what="the exec to start in the kubelet")
+    abandoned.kill()
+    abandoned.wait()
+    wait_for(lambda: (now := kubelet_resources(cluster))[0] <= threads and now[1] <= fds + 2, 20,
+             what=f"the kubelet back to {threads} threads and about {fds} descriptors, not "
+                  f"{kubelet_resources(cluster)}")
+
+
 # --- cp (tar through exec) ---------------------------------------------------------------
 
 def test_cp_carries_20_mb_both_ways_intact(cluster, tmp_path):
