@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes apiserver certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -79,6 +79,9 @@ bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and 
 
 bench-02-nodes: venv images ## chapter 02 benchmark: 30 pods through the API vs from manifests, API writes per pod, idle kubelet's requests
 	$(PY) 02-apiserver/benchmarks/bench_nodes.py
+
+bench-02-exec: venv images ## chapter 02 benchmark: a keystroke through kubectl exec's path vs docker exec; port-forward vs the pod IP
+	$(PY) 02-apiserver/benchmarks/bench_exec.py
 
 test-03: venv images ## chapter 03: the scheduler's plugins, queue and cache, and end to end with a real API server and kubelets
 	$(PYTEST) tests/scheduler

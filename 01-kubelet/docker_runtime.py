@@ -8,7 +8,9 @@ filtered on this node's label is the kubelet's whole view of "actual".
 from __future__ import annotations
 
 import os
+import socket
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -398,8 +400,65 @@ class DockerRuntime:
         finally:
             client.close()
 
+    # ----- streaming: kubectl exec, attach (streaming/remote_command.py) -----
+
+    def exec_stream(self, container_id: str, command: list[str], stdin: bool, tty: bool):
+        """Start `command` in the container with its stdio on a socket of its
+        own (Docker hijacks the HTTP connection, as `docker exec -i` does).
+        Returns the exec's id and the raw socket: with a TTY it carries the
+        terminal's bytes; without, stdout and stderr multiplexed (demux)."""
+        run = self.api.exec_create(container_id, command, stdin=stdin, stdout=True, stderr=True, tty=tty)
+        hijacked = self.api.exec_start(run["Id"], tty=tty, socket=True)
+        return run["Id"], _raw_socket(hijacked)
+
+    def exec_exit_code(self, exec_id: str, timeout: float = 5.0) -> int | None:
+        """The exit code once Docker has noticed the process ended (its output
+        can close a moment before); None if it is still running."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.api.exec_inspect(exec_id)
+            if not state.get("Running") or time.monotonic() > deadline:
+                return None if state.get("Running") else state.get("ExitCode") or 0
+            time.sleep(0.01)
+
+    def attach_stream(self, container_id: str):
+        """The running container's own stdio, from now on (no old logs).
+        Returns whether it has a TTY (then output is raw) and the socket."""
+        tty = bool(self.api.inspect_container(container_id)["Config"].get("Tty"))
+        hijacked = self.api.attach_socket(container_id, params={"stdin": 1, "stdout": 1, "stderr": 1,
+                                                               "stream": 1, "logs": 0})
+        return tty, _raw_socket(hijacked)
+
+    def resize(self, exec_id: str | None, container_id: str, width: int, height: int) -> None:
+        """A terminal's new size: an exec's, or (attach) the container's."""
+        if exec_id:
+            self.api.exec_resize(exec_id, height=height, width=width)
+        else:
+            self.api.resize(container_id, height=height, width=width)
+
     def version(self) -> str:
         return self.api.version().get("Version", "unknown")
+
+
+@dataclass
+class Hijacked:
+    """A connection Docker has handed over to a container's stdio."""
+    sock: socket.socket
+    keep: object          # the SDK's wrapper: while it lives, its finalizer cannot close the socket
+
+    def close(self) -> None:
+        """Both: a socket with a file wrapper open keeps its descriptor until the wrapper closes too."""
+        self.keep.close()
+        self.sock.close()
+
+
+def _raw_socket(hijacked) -> Hijacked:
+    """The socket under what the Docker SDK returns (a SocketIO over a unix
+    or TCP socket), without the SDK client's 300 s timeout: an exec may sit
+    idle for as long as its user likes."""
+    sock = getattr(hijacked, "_sock", hijacked)
+    sock.settimeout(None)
+    return Hijacked(sock, hijacked)
 
 
 def _split_image(image: str) -> tuple[str, str | None]:

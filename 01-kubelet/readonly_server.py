@@ -6,8 +6,10 @@
     GET /stats/summary                             what the node and each pod use (the Summary API)
     GET /metrics/resource                          the same, in Prometheus' text format
     GET /containerLogs/{namespace}/{pod}/{container}?tailLines=N&follow=true&previous=true&timestamps=true
+    GET /exec/..., /attach/..., /portForward/...  kubectl exec, attach, port-forward (streaming/server.py)
 
-Everything but /healthz tells about every pod on the node, logs included,
+Everything but /healthz tells about every pod on the node, logs included
+(and exec runs commands in them),
 so with --authentication-token-file only two clients may read it: the API
 server (for `kubectl logs`), presenting that token, and this machine itself
 (loopback). Without the flag anyone who reaches the port may, as on
@@ -31,6 +33,7 @@ from common.log import EventLogger
 from common.token_file import same_token
 from kubelet_metrics import PROMETHEUS_TEXT, resource_metrics
 from pod_status import latest_two
+from streaming import server as streaming
 
 bp = Blueprint("kubelet", __name__)
 
@@ -42,6 +45,7 @@ def create_app(kubelet, client_token: str | None = None) -> Flask:
     app.config["KUBELET"] = kubelet
     app.config["CLIENT_TOKEN"] = client_token
     app.register_blueprint(bp)
+    app.register_blueprint(streaming.bp)
     return app
 
 
@@ -53,7 +57,7 @@ def status_error(code: int, reason: str, message: str):
 
 
 # [START kubelet-port-auth]
-@bp.before_request
+@bp.before_app_request
 def only_the_api_server_or_this_machine():
     """Who may read this port. Kubernetes' kubelet serves its API over HTTPS
     (port 10250) and asks two questions: who is this (a client certificate
@@ -65,9 +69,11 @@ def only_the_api_server_or_this_machine():
     machinery: one token, which the API server presents and every kubelet
     checks, plus loopback, so that a node's own tools and chapter 01's curl
     work without one. Everything else, a pod on this node included (it
-    comes from its own address on the Docker bridge), gets a 401."""
+    comes from its own address on the Docker bridge), gets a 401. Exec,
+    attach and port-forward are the API server's alone, loopback or not."""
     expected = current_app.config["CLIENT_TOKEN"]
-    if expected is None or request.path == "/healthz" or from_this_machine(request.remote_addr):
+    local = from_this_machine(request.remote_addr) and not request.path.startswith(streaming.PATHS)
+    if expected is None or request.path == "/healthz" or local:
         return None
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer" and same_token(presented.strip(), expected):

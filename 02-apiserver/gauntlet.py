@@ -80,9 +80,10 @@ def check_non_resource_request() -> None:
 
 
 def audit(response):
-    """One line per change: user, verb, resource, namespace/name, code."""
-    if request.method in MUTATING:
-        info = g.get("info")
+    """One line per change or exec/attach/port-forward: user, verb, resource, namespace/name, code."""
+    info = g.get("info")
+    # Changes, and connections into pods (kubectl exec is a GET, and no less worth a line).
+    if request.method in MUTATING or info and info.subresource in ("exec", "attach", "portforward"):
         user = g.get("user") or (INSECURE_USER if not on_secure_port() else None)
         audit_log.info(
             "request", obj="/".join(filter(None, (info.namespace, info.name or g.get("created"))))

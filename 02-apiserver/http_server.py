@@ -101,6 +101,7 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no 40 ms Nagle waits
         self.holds_slot = False
         self.linger = False             # the client may still be sending: read it before closing
+        self.taken_over = False         # the app has the socket (an upgrade): write nothing more
 
     def _tls_handshake(self, sock):
         """The handshake here, in this connection's thread, and under the
@@ -278,6 +279,7 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
             "wsgi.input": io.BytesIO(body), "wsgi.errors": sys.stderr,
             "wsgi.multithread": True, "wsgi.multiprocess": False, "wsgi.run_once": False,
             "werkzeug.socket": self.connection,   # watch.py peeks at it to notice a client that left
+            "groundup.take_over": self.take_over,
             "SERVER_SOFTWARE": self.version_string(), "SERVER_NAME": host, "SERVER_PORT": str(port),
             "SERVER_PROTOCOL": self.request_version, "REQUEST_METHOD": self.command, "SCRIPT_NAME": "",
             "PATH_INFO": unquote_to_bytes(path).decode("latin-1"), "QUERY_STRING": query,
@@ -294,6 +296,22 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
                 key = "HTTP_" + key
             environ[key] = f"{environ[key]},{value}" if key in environ else value
         return environ
+
+    def take_over(self):
+        """For the app that upgrades the connection (kubectl exec, attach,
+        port-forward: connect.py): the socket, and what the client sent
+        after its request that is already in our read buffer. From here
+        the app owns the connection; its response is not written, and the
+        connection closes when the app returns."""
+        self.taken_over = self.close_connection = True
+        self._release_slot()           # a stream, like a watch: no --max-connections slot
+        self.reader.deadline = 0       # no more reads from the socket through the buffer...
+        try:
+            leftover = self.rfile.read1(1 << 20)     # ...only what it holds already
+        except ClientTimeout:
+            leftover = b""
+        self.connection.settimeout(None)
+        return self.connection, leftover
 
     def run_app(self, body: bytes) -> None:
         reply = Reply(self)
@@ -380,6 +398,8 @@ class Reply:
 
     def write(self, data: bytes) -> None:
         handler = self.handler
+        if handler.taken_over:
+            return
         out = b""
         if not self.status_sent:
             out = self._head()
@@ -391,6 +411,8 @@ class Reply:
             handler.connection.sendall(out)
 
     def finish(self) -> None:
+        if self.handler.taken_over:
+            return
         if not self.status_sent:
             self.write(b"")
         if self.chunked:

@@ -116,7 +116,9 @@ def cluster_roles() -> list[dict]:
         cluster_role("system:aggregate-to-edit", [
             rule(WRITE, [""], ["pods", "configmaps", "secrets", "services", "replicationcontrollers",
                                "replicationcontrollers/scale"]),
-            rule(READ, [""], ["secrets"]),
+            # A shell in a pod is editing it: exec, attach, port-forward (`create` since 1.35 for WebSockets too).
+            rule(WRITE, [""], ["pods/attach", "pods/exec", "pods/portforward"]),
+            rule(READ, [""], ["secrets", "pods/attach", "pods/exec", "pods/portforward"]),
             rule(WRITE, ["apps"], APPS + ("deployments/scale", "replicasets/scale")),
             rule(WRITE, ["batch"], ["jobs", "cronjobs"])], aggregated_to("edit")),
         cluster_role("system:aggregate-to-view", [

@@ -19,7 +19,7 @@ class Resource:
     plural: str
     namespaced: bool
     short_names: tuple[str, ...] = ()
-    subresources: tuple[str, ...] = ()   # "status", "scale", "binding", "log"
+    subresources: tuple[str, ...] = ()   # "status", "scale", "binding", "log", "exec"...
     categories: tuple[str, ...] = ()     # "all" makes `kubectl get all` show it
     verbs: tuple[str, ...] = ("create", "delete", "deletecollection", "get",
                               "list", "patch", "update", "watch")
@@ -55,7 +55,8 @@ ALL = ("all",)
 RESOURCES: tuple[Resource, ...] = (
     Resource("", "v1", "Namespace", "namespaces", False, ("ns",), ("status", "finalize"),
              selectable_fields=("status.phase",)),
-    Resource("", "v1", "Pod", "pods", True, ("po",), ("status", "binding", "log"), ALL,
+    Resource("", "v1", "Pod", "pods", True, ("po",),
+             ("status", "binding", "log", "exec", "attach", "portforward"), ALL,
              selectable_fields=("spec.nodeName", "spec.schedulerName", "spec.restartPolicy",
                                 "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
                                 "status.podIP", "status.nominatedNodeName")),

@@ -25,7 +25,7 @@ class RequestInfo:
     resource: registry.Resource
     namespace: str         # "" for cluster-scoped kinds and all-namespace lists
     name: str              # "" for collections
-    subresource: str       # "", "status", "scale", "binding", "log"
+    subresource: str       # "", "status", "scale", "binding", "log", "exec", "attach", "portforward"
 
 
 def _not_found(path: str) -> api_errors.APIError:
@@ -68,7 +68,7 @@ def parse(method: str, path: str, args) -> RequestInfo:
         verb = {"get": "watch" if watching else "list", "delete": "deletecollection"}.get(verb, verb)
         if verb in ("update", "patch"):
             raise api_errors.method_not_allowed(f"{method} needs an object name: .../{resource.plural}/NAME")
-    elif verb == "create" and subresource not in ("binding", "token"):
+    elif verb == "create" and subresource not in ("binding", "token", "exec", "attach", "portforward"):
         raise api_errors.method_not_allowed(f"POST creates in a collection: drop the name {name!r} from the URL")
     return RequestInfo(verb, resource, namespace, name, subresource)
 

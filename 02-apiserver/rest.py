@@ -20,7 +20,8 @@ deletion and finalizers, request_context.py what they all share.
 
 Calls out of the core, to take on trust on a first read: `gauntlet`
 (part 3: who is asking, may they), `subresources` (part 3: /scale,
-/binding, /log), and `kubectl_compat.printers` (a list as the Table that
+/binding, /log), `connect` (part 7: /exec, /attach, /portforward), and
+`kubectl_compat.printers` (a list as the Table that
 `kubectl get` prints, when kubectl asks for one).
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ import json
 from flask import Blueprint, g, request
 
 import api_errors
+import connect
 import decode
 import gauntlet
 import request_info
@@ -50,6 +52,7 @@ _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 # [START request-path]
 @bp.route("/api/<path:path>", methods=_METHODS)
 @bp.route("/apis/<path:path>", methods=_METHODS)
+@bp.route("/api/<path:path>", websocket=True)     # kubectl exec: Werkzeug routes upgrades apart
 def serve_resource(path: str):
     info = request_info.parse(request.method, request.path, request.args)
     g.info = info                                    # for the audit line
@@ -134,4 +137,5 @@ _HANDLERS = {
     ("update", "finalize"): finalize,
     ("create", "token"): token_request.create_token,     # serviceaccounts/NAME/token
     **subresources.HANDLERS,
+    **connect.HANDLERS,                                  # pods/exec, attach, portforward
 }

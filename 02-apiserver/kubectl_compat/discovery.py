@@ -28,9 +28,12 @@ KUBERNETES_MINOR = "32"     # the kubectl dispatcher picks its kubectl by this: 
 AGGREGATED_VERSIONS = ("v2", "v2beta1")
 
 _SUBRESOURCE_KIND = {"scale": ("autoscaling", "v1", "Scale"), "binding": ("", "v1", "Binding"),
-                     "token": ("authentication.k8s.io", "v1", "TokenRequest")}
+                     "token": ("authentication.k8s.io", "v1", "TokenRequest"),
+                     "exec": ("", "v1", "PodExecOptions"), "attach": ("", "v1", "PodAttachOptions"),
+                     "portforward": ("", "v1", "PodPortForwardOptions")}
 _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                      "binding": ["create"], "log": ["get"], "finalize": ["update"], "token": ["create"]}
+                      "binding": ["create"], "log": ["get"], "finalize": ["update"], "token": ["create"],
+                      "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"]}
 
 
 @bp.get("/version", strict_slashes=False)

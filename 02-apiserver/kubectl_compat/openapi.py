@@ -331,6 +331,15 @@ def _subresource_operations(sub: str, op_name: str, r: registry.Resource,
         text = _content({"type": "string"}, ("text/plain", "application/json"))
         return {"get": _operation("get", f"read{op_name}", f"read log of the specified {r.kind}",
                                   gvk, text, params=_LOG_PARAMS)}
+    if sub in ("exec", "attach", "portforward"):     # a connection kubectl upgrades, no object
+        options = {"exec": "PodExecOptions", "attach": "PodAttachOptions", "portforward": "PodPortForwardOptions"}
+        options_gvk = {"group": "", "kind": options[sub], "version": "v1"}
+        text = _content({"type": "string"}, ("*/*",))
+        # Kubernetes' ids: connectCoreV1GetNamespacedPodExec, connectCoreV1PostNamespacedPodExec.
+        ids = {method: "connect" + op_name.replace("Namespaced", method.capitalize() + "Namespaced")
+               for method in ("get", "post")}
+        return {method: _operation("connect", ids[method], f"connect {method.upper()} requests to {sub} of {r.kind}",
+                                   options_gvk, text) for method in ids}
     raise ValueError(f"no OpenAPI operations for subresource {sub!r}")
 
 
