@@ -33,26 +33,14 @@ import websocket
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from common.ports import free_port  # noqa: E402 (after the path is set)
+from common.polling import wait_for  # noqa: E402 (after the path is set)
+from common.ports import free_port  # noqa: E402
 
 NODE = f"bench-exec-{uuid.uuid4().hex[:6]}"
 SIZE = 64 * 1024 * 1024
 ROUND_TRIPS = 200
 WHOLE_EXECS = 30
 RUNS = 5                  # downloads each way, alternating; the best of each counts
-
-
-def wait_for(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-        except requests.RequestException:
-            result = None
-        if result:
-            return result
-        time.sleep(0.05)
-    raise SystemExit(f"timed out waiting for {what}")
 
 
 # ----- through the API server -----
@@ -130,7 +118,8 @@ def port_forward_throughput(api_url: str, workdir: Path, websockets: bool, direc
     process = subprocess.Popen(["kubectl", "-s", api_url, "--cache-dir", str(workdir / "cache"), "port-forward",
                                 "pod/web", f"{port}:80"], stdout=open(out, "wb"), stderr=subprocess.STDOUT, env=env)
     try:
-        wait_for(lambda: b"Forwarding from 127.0.0.1" in out.read_bytes(), 30, "kubectl port-forward")
+        wait_for(lambda: b"Forwarding from 127.0.0.1" in out.read_bytes(), 30, interval=0.05,
+                 what="kubectl port-forward")
         forwarded, direct = [], []
         for _ in range(RUNS):
             forwarded.append(download(f"http://127.0.0.1:{port}/big.bin"))
@@ -153,12 +142,13 @@ def main() -> int:
                                    "--kubelet-client-token-file", str(token)], stdout=log, stderr=log)]
     client = docker.from_env()
     try:
-        wait_for(lambda: requests.get(f"{api_url}/readyz", timeout=1).ok, 30, "the API server")
+        wait_for(lambda: requests.get(f"{api_url}/readyz", timeout=1).ok, 30, interval=0.05, what="the API server")
         processes.append(subprocess.Popen(
             [sys.executable, str(ROOT / "01-kubelet/kubelet.py"), "--node-name", NODE, "--apiserver", api_url,
              "--address", "127.0.0.1", "--read-only-port", str(kubelet_port), "--node-ip", "127.0.0.1",
              "--authentication-token-file", str(token)], stdout=log, stderr=log))
-        wait_for(lambda: requests.get(f"{api_url}/api/v1/nodes/{NODE}", timeout=1).ok, 30, "the node")
+        wait_for(lambda: requests.get(f"{api_url}/api/v1/nodes/{NODE}", timeout=1).ok, 30, interval=0.05,
+                 what="the node")
         script = f"mkdir -p /www && head -c {SIZE} /dev/urandom > /www/big.bin && exec httpd -f -p 80 -h /www"
         pod = {"metadata": {"name": "web"}, "spec": {"nodeName": NODE, "terminationGracePeriodSeconds": 1,
                "containers": [{"name": "app", "image": "busybox:1.35", "command": ["sh", "-c", script]}]}}
@@ -167,8 +157,8 @@ def main() -> int:
         def pod_ip():
             status = requests.get(f"{api_url}/api/v1/namespaces/default/pods/web", timeout=2).json().get("status", {})
             return status.get("phase") == "Running" and status.get("podIP")
-        ip = wait_for(pod_ip, 60, "the pod to run")
-        wait_for(lambda: requests.head(f"http://{ip}/big.bin", timeout=2).ok, 30, "the file")
+        ip = wait_for(pod_ip, 60, interval=0.05, what="the pod to run")
+        wait_for(lambda: requests.head(f"http://{ip}/big.bin", timeout=2).ok, 30, interval=0.05, what="the file")
         container = next(c for c in client.containers.list(filters={"label": "io.groundup.node-name=" + NODE})
                          if c.labels.get("io.kubernetes.container.name") == "app")
 
