@@ -217,9 +217,11 @@ class Informer:
             for obj in vanished:                       # deleted while we were not watching
                 self._apply("DELETED", obj)
             self._resource_version = listing["metadata"]["resourceVersion"]
+        # Said before synced is set: whoever waits for the sync and then logs
+        # ("controllers running") logs after this line, never before it.
+        log.info("listed", obj=self.what, items=len(listed), resource_version=self._resource_version)
         self._synced.set()
         self.backoff.forget((self, "connect"))
-        log.info("listed", obj=self.what, items=len(listed), resource_version=self._resource_version)
 
     # ------------------------------------------------ one change: cache, then handlers
 
