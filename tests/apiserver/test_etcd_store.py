@@ -14,6 +14,7 @@ import requests
 import api_errors
 import registry
 from apiserver_harness import unique
+from etcd_cluster import EtcdCluster
 from etcd_client import EtcdClient, decode, encode
 from etcd_store import EtcdStore
 from watch_cache import Expired
@@ -143,7 +144,17 @@ def test_a_list_is_one_revision_and_an_old_revision_is_still_readable(store):
     assert [p["metadata"]["name"] for p in store.list(PODS, "default")[0]] == ["b", "c", "d"]
 
 
-def test_a_compacted_revision_is_410_for_a_list_and_expired_for_a_new_history(etcd, store, client):
+def test_a_compacted_revision_is_410_for_a_list_and_expired_for_a_new_history(tmp_path, prefix):
+    # An etcd of its own: compaction would cut the history the other tests replay.
+    etcd = EtcdCluster(tmp_path / "etcd").start()
+    try:
+        _compacted(etcd, EtcdStore([etcd.client_urls], prefix=prefix, watch_cache_size=100),
+                   EtcdClient([etcd.client_urls]))
+    finally:
+        etcd.stop()
+
+
+def _compacted(etcd, store, client):
     before = store.resource_version
     store.create(PODS, pod("a"))
     _, old = store.list(PODS)
