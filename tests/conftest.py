@@ -68,21 +68,30 @@ def kubectl() -> str:
     return path
 
 
-def require_etcd() -> None:
-    """Skip (or, in CI, fail) a test that needs the etcd binary."""
-    from etcd_cluster import etcd_installed
-    if not etcd_installed():
-        reason = "etcd is not on PATH: install etcd-server (make setup does, as root) to run the etcd tests"
+def _require(command: str, package: str) -> None:
+    """Skip (or, with GROUNDUP_REQUIRE_ETCD=1, as in CI, fail) without `command`."""
+    if shutil.which(command) is None:
+        reason = f"{command} is not on PATH: install {package} (make setup does, as root) to run the etcd tests"
         if os.environ.get("GROUNDUP_REQUIRE_ETCD") == "1":
             pytest.fail(f"GROUNDUP_REQUIRE_ETCD=1 but {reason}")
         pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
-def etcd(tmp_path_factory):
+def etcd_binary() -> None:
+    """etcd is installed (tests that start their own members take this)."""
+    _require("etcd", "etcd-server")
+
+
+@pytest.fixture(scope="session")
+def haproxy_binary() -> None:
+    _require("haproxy", "haproxy")
+
+
+@pytest.fixture(scope="session")
+def etcd(etcd_binary, tmp_path_factory):
     """One etcd member on free loopback ports for the whole session; each
     test keeps its keys under a prefix of its own."""
-    require_etcd()
     from etcd_cluster import EtcdCluster
     cluster = EtcdCluster(tmp_path_factory.mktemp("etcd")).start()
     yield cluster

@@ -144,7 +144,7 @@ def test_a_list_is_one_revision_and_an_old_revision_is_still_readable(store):
     assert [p["metadata"]["name"] for p in store.list(PODS, "default")[0]] == ["b", "c", "d"]
 
 
-def test_a_compacted_revision_is_410_for_a_list_and_expired_for_a_new_history(tmp_path, prefix):
+def test_a_compacted_revision_is_410_for_a_list_and_expired_for_a_new_history(etcd_binary, tmp_path, prefix):
     # An etcd of its own: compaction would cut the history the other tests replay.
     etcd = EtcdCluster(tmp_path / "etcd").start()
     try:
