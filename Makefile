@@ -77,6 +77,9 @@ stage-02: venv ## chapter 02, build it yourself: grade your API server stage by 
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
 	$(PY) 02-apiserver/benchmarks/bench.py
 
+bench-02-etcd: venv ## chapter 02 benchmark: creates, GETs and a 10,000-pod list on the JSON files and on etcd vs etcd's own put rate; failover time through HAProxy (ARGS=--quick)
+	$(PY) 02-apiserver/benchmarks/bench_etcd.py $(ARGS)
+
 bench-02-nodes: venv images ## chapter 02 benchmark: 30 pods through the API vs from manifests, API writes per pod, idle kubelet's requests
 	$(PY) 02-apiserver/benchmarks/bench_nodes.py
 
