@@ -156,6 +156,8 @@ class ControlPlane:
         for server in self.apiservers:
             server.start()
         self.haproxy.start()
+        for name, _, pid in self.processes():      # DIR/etcd1.pid: `kill $(cat ...)` one of them
+            (self.directory / f"{name}.pid").write_text(f"{pid}\n")
         return self
 
     def stop(self) -> None:
@@ -164,12 +166,15 @@ class ControlPlane:
             server.stop()
         self.etcd.stop()
 
-    def describe(self) -> str:
-        rows = [("etcd " + m.name, m.client_url, m.process.pid) for m in self.etcd.members]
+    def processes(self) -> list[tuple[str, str, int]]:
+        """(name, URL, process id) of everything running."""
+        rows = [(m.name, m.client_url, m.process.pid) for m in self.etcd.members]
         rows += [(s.name, s.url, s.process.pid) for s in self.apiservers]
-        rows += [("haproxy", self.haproxy.url, self.haproxy.process.pid)]
-        width = max(len(name) for name, _, _ in rows)
-        return "\n".join(f"  {name:<{width}}  {url:<24}  pid {pid}" for name, url, pid in rows)
+        return rows + [("haproxy", self.haproxy.url, self.haproxy.process.pid)]
+
+    def describe(self) -> str:
+        return "\n".join(f"  {name:<10}  {url:<22}  {self.directory / name}.pid"
+                         for name, url, _ in self.processes())
 
 
 def main(argv=None) -> int:
