@@ -90,6 +90,9 @@ class EtcdClient:
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = requests.Session()
+            # No proxy from http_proxy and the like between us and etcd, and
+            # no scan of the environment on every request (a third of a call's time).
+            session.trust_env = False
         return session
 
     def call(self, path: str, body: dict, stream: bool = False) -> requests.Response | dict:
