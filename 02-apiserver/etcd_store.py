@@ -77,6 +77,7 @@ class EtcdStore:
         self._seen = 0                           # the watch cache has every event up to this revision
         self._seen_changed = threading.Condition()
         self._closed = False
+        self._complaint: str | None = None       # the feed's last error, said once
         try:
             current = int(self.client.range(self.prefix + "/", prefix=True, count_only=True)["header"]["revision"])
         except EtcdError as error:
@@ -284,7 +285,7 @@ class EtcdStore:
                 self.watch_cache = WatchCache(self._capacity, start_rv=error.compact_revision - 1)
                 next_revision = error.compact_revision
             except EtcdError as error:
-                log.info("etcd's watch broke; watching again", error=str(error), since=next_revision)
+                self._complain(str(error), next_revision)   # once per outage, not every 0.2 s
             except Exception as error:        # noqa: BLE001 (this thread must outlive any surprise)
                 log.error("etcd's watch failed; watching again", error=repr(error), since=next_revision)
             if self._closed:
@@ -293,9 +294,15 @@ class EtcdStore:
     # [END etcd-watch-feed]
 
     def _saw(self, revision: int) -> None:
+        self._complaint = None                    # the watch works (again)
         with self._seen_changed:
             self._seen = max(self._seen, revision)
             self._seen_changed.notify_all()
+
+    def _complain(self, error: str, since: int) -> None:
+        if error != self._complaint:
+            log.info("etcd's watch broke; watching again", error=error, since=since)
+        self._complaint = error
 
     def _event(self, change: dict) -> Event | None:
         """etcd's PUT or DELETE as the watch cache's ADDED, MODIFIED or DELETED."""

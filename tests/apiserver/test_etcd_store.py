@@ -99,6 +99,14 @@ def test_a_write_through_etcd_behind_the_stores_back_is_a_409_for_a_stale_update
 def test_two_stores_on_one_etcd_are_two_api_servers(etcd, prefix):
     one = EtcdStore([etcd.client_urls], prefix=prefix)
     two = EtcdStore([etcd.client_urls], prefix=prefix)
+    try:
+        _two_api_servers(one, two)
+    finally:
+        one.close()
+        two.close()
+
+
+def _two_api_servers(one: EtcdStore, two: EtcdStore) -> None:
     start = two.resource_version
     created = one.create(PODS, pod("web"))
     assert two.get(PODS, "default", "web") == created
@@ -132,6 +140,8 @@ def test_concurrent_increments_from_two_stores_lose_nothing(etcd, prefix):
     for thread in threads:
         thread.join(60)
     assert stores[1].get(PODS, "default", "counter")["metadata"]["annotations"]["n"] == "200"
+    for store in stores:
+        store.close()
 
 
 def test_a_list_is_one_revision_and_an_old_revision_is_still_readable(store):
@@ -172,6 +182,8 @@ def _compacted(etcd, store, client):
         next(again.watch_cache.events_after(before, deadline=time.monotonic() + 1))
     resumed = next(e for e in again.watch_cache.events_after(now - 1, deadline=time.monotonic() + 5) if e)
     assert (resumed.type, resumed.resource_version) == ("MODIFIED", now)
+    again.close()
+    store.close()
 
 
 def test_a_restarted_store_replays_etcds_history_into_its_watch_cache(etcd, store):
@@ -189,6 +201,7 @@ def test_a_restarted_store_replays_etcds_history_into_its_watch_cache(etcd, stor
         if len(seen) == 3:
             break
     assert seen == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+    again.close()
 
 
 def test_no_etcd_is_a_clear_error_at_start_and_a_503_later(etcd, prefix):
@@ -206,6 +219,7 @@ def test_no_etcd_is_a_clear_error_at_start_and_a_503_later(etcd, prefix):
     assert (caught.value.code, caught.value.reason) == (503, "ServiceUnavailable")
     assert "etcd is unavailable" in caught.value.message
     assert store.problem() and "etcd is unavailable" in store.problem()
+    store.close()
 
 
 def test_a_write_is_in_the_watch_cache_when_it_returns(store):
