@@ -30,6 +30,7 @@ that writes and then watches from the version it got misses nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import re
@@ -325,18 +326,16 @@ class EtcdStore:
         return Event(kind, int(kv["mod_revision"]), resource, obj["metadata"].get("namespace", ""), obj, old)
 
 
-class etcd_errors:
+@contextlib.contextmanager
+def etcd_errors():
     """etcd's failures as the Status a client can act on."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, trace):
-        if isinstance(error, EtcdUnavailable):
-            raise api_errors.APIError(503, "ServiceUnavailable", f"storage unavailable: {error}") from None
-        if isinstance(error, Compacted):
-            raise api_errors.gone("The resourceVersion for the provided list is too old: "
-                                  "etcd has compacted it away; list again without one") from None
-        if isinstance(error, EtcdError):
-            raise api_errors.internal(f"etcd: {error}") from None
-        return False
+    try:
+        yield
+    except EtcdUnavailable as error:
+        raise api_errors.APIError(503, "ServiceUnavailable", f"storage unavailable: {error}") from None
+    except Compacted:
+        # Only a later page of a list reads an old revision: Kubernetes' words for it.
+        raise api_errors.gone("The provided continue parameter is too old to display a consistent list "
+                              "result. You can start a new list without the continue parameter.") from None
+    except EtcdError as error:
+        raise api_errors.internal(f"etcd: {error}") from None
