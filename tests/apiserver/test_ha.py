@@ -129,3 +129,41 @@ def test_three_etcd_members_lose_one_and_go_on_lose_two_and_refuse_clearly(etcd_
     finally:
         server.stop()
         cluster.stop()
+
+
+def _free_pairs(count: int) -> list[int]:
+    """Ports p with p + 1 free too (an etcd member's client and peer ports)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port + 1 not in ports and port - 1 not in ports and free_port(port + 1) == port + 1:
+            ports.append(port)
+    return ports
+
+
+def test_make_ha_starts_everything_and_ctrl_c_stops_everything(etcd_binary, haproxy_binary, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from ha_control_plane import ROOT
+    port, etcd_ports, apiserver_ports = free_port(), _free_pairs(3), [free_port() for _ in range(2)]
+    plane = subprocess.Popen(
+        [sys.executable, str(ROOT / "02-apiserver" / "ha_control_plane.py"), "--dir", str(tmp_path), "--port", str(port),
+         "--etcd-ports", ",".join(map(str, etcd_ports)), "--apiserver-ports", ",".join(map(str, apiserver_ports))],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        wait_for(lambda: (tmp_path / "haproxy.pid").exists(), timeout=60, what="the control plane's pid files")
+        pids = [int((tmp_path / f"{name}.pid").read_text()) for name in
+                ("etcd0", "etcd1", "etcd2", "apiserver1", "apiserver2", "haproxy")]
+        api = Client(f"http://127.0.0.1:{port}")
+        assert api.post(CONFIGMAPS, {"metadata": {"name": "through-haproxy"}}).status_code == 201
+        plane.send_signal(signal.SIGINT)              # what Ctrl-C sends
+        output, _ = plane.communicate(timeout=30)
+    finally:
+        if plane.poll() is None:
+            plane.kill()
+    assert plane.returncode == 0, output
+    assert "a control plane of 3 etcd members and 2 API servers" in output and output.endswith("stopped\n")
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read(), pid
