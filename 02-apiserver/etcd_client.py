@@ -4,9 +4,10 @@
     POST http://127.0.0.1:2379/v3/kv/txn     {"compare": [...], "success": [...], "failure": [...]}
     POST http://127.0.0.1:2379/v3/watch      {"create_request": {...}}  -> one JSON object per line
 
-etcd's real clients speak gRPC. Its gateway (in etcd since 3.3, at /v3/
-since 3.4) takes the same messages as JSON: keys and values are base64,
-64-bit numbers are strings, a field that is false or 0 is left out.
+etcd's real clients speak gRPC. Its gateway (at /v3/ since etcd 3.4;
+/v3beta/ and /v3alpha/ before) takes the same messages as JSON: keys and
+values are base64, 64-bit numbers are strings, a field that is false or 0
+is left out.
 
 Why no Python etcd package: `etcd3` (python-etcd3) last released in 2020
 and its generated gRPC code needs the protobuf 3 runtime of its time;
