@@ -85,6 +85,8 @@ class EtcdClient:
         self.endpoints = [url.rstrip("/") for url in endpoints]
         self._current = 0                     # the member that answered last
         self._watches: set[requests.Response] = set()
+        self._watches_lock = threading.Lock()
+        self._closed = False
         self._local = threading.local()       # a kept-alive Session per thread
 
     def _session(self) -> requests.Session:
@@ -146,7 +148,11 @@ class EtcdClient:
                                       "start_revision": str(start_revision), "prev_kv": True,
                                       "progress_notify": True}}
         response = self.call("watch", request, stream=True)
-        self._watches.add(response)
+        with self._watches_lock:
+            if self._closed:                  # close() came while this watch was being opened
+                response.close()
+                return
+            self._watches.add(response)
         try:
             for line in response.iter_lines():
                 if not line:
@@ -168,13 +174,17 @@ class EtcdClient:
             # under us (http.client then finds no file to read: AttributeError).
             return
         finally:
-            self._watches.discard(response)
+            with self._watches_lock:
+                self._watches.discard(response)
             response.close()
 
     def close(self) -> None:
         """End every open watch: their loops see the stream end. (Shut the
         socket down: closing a response that another thread reads blocks.)"""
-        for response in list(self._watches):
+        with self._watches_lock:
+            self._closed = True
+            watches = list(self._watches)
+        for response in watches:
             sock = getattr(getattr(response.raw, "_connection", None), "sock", None)
             if sock is not None:
                 try:
