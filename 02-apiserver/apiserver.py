@@ -1,8 +1,9 @@
 """The API server: `python 02-apiserver/apiserver.py --data-dir DIR`.
 
 Every other component talks only to this process. It keeps the objects (as
-JSON files under --data-dir), checks every write, and tells watchers about
-every change.
+JSON files under --data-dir, or in etcd with --storage-backend etcd3
+--etcd-servers URL), checks every write, and tells watchers about every
+change.
 
 Why this HTTP server (http_server.py, on the standard library): each watch
 is a response that stays open for minutes, and kubectl, every kubelet, the
@@ -60,7 +61,16 @@ def keep_stored_objects_out_of_full_collections() -> None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="The API server: the cluster's one source of truth.")
-    parser.add_argument("--data-dir", required=True, help="directory of the JSON object files (created if missing)")
+    parser.add_argument("--data-dir", help="directory of the JSON object files (created if missing); "
+                                           "required with the default --storage-backend json-files")
+    storage = parser.add_argument_group("etcd (part 8): the objects in etcd instead of JSON files")
+    storage.add_argument("--storage-backend", choices=("json-files", "etcd3"), default="json-files",
+                         help="where the objects live (default %(default)s)")
+    storage.add_argument("--etcd-servers", default="",
+                         help="etcd members' client URLs, comma separated, e.g. http://127.0.0.1:2379 "
+                              "(with --storage-backend etcd3)")
+    storage.add_argument("--etcd-prefix", default="/registry",
+                         help="the prefix of every key in etcd (default %(default)s)")
     parser.add_argument("--insecure-port", "--port", dest="port", type=int, default=8080,
                         help="port of the plain-HTTP API, with no authentication (default 8080)")
     parser.add_argument("--insecure-bind-address", default="127.0.0.1",
@@ -152,7 +162,7 @@ def main(argv=None) -> int:
     if not ipaddress.ip_address(args.insecure_bind_address).is_loopback:
         log.info("WARNING: the insecure port has no authentication: anyone who can reach "
                  f"{args.insecure_bind_address}:{args.port} can read and change everything")
-    problem = _check_secure_flags(args) or _check_service_flags(args)
+    problem = _check_storage_flags(args) or _check_secure_flags(args) or _check_service_flags(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
@@ -163,6 +173,8 @@ def main(argv=None) -> int:
         return 2
     try:
         app = create_app({"DATA_DIR": args.data_dir, "WATCH_CACHE_SIZE": args.watch_cache_size,
+                          "STORAGE_BACKEND": args.storage_backend, "ETCD_PREFIX": args.etcd_prefix,
+                          "ETCD_SERVERS": [url for url in args.etcd_servers.split(",") if url],
                           "MAX_WATCHES": args.max_watches, "MAX_BODY_BYTES": args.max_request_bytes,
                           "BOOKMARK_SECONDS": args.watch_bookmark_seconds,
                           "TOKEN_AUTH_FILE": args.token_auth_file,
@@ -211,7 +223,8 @@ def main(argv=None) -> int:
             threading.Thread(target=each.shutdown).start()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    log.info("serving", address=f"http://{args.insecure_bind_address}:{server.port}", data_dir=args.data_dir)
+    log.info("serving", address=f"http://{args.insecure_bind_address}:{server.port}",
+             **({"etcd_servers": args.etcd_servers} if args.storage_backend == "etcd3" else {"data_dir": args.data_dir}))
     if len(servers) == 2:
         threading.Thread(target=servers[1].serve_forever, daemon=True, name="secure-port").start()
         log.info("serving", address=f"https://{args.bind_address}:{servers[1].port}",
@@ -219,6 +232,17 @@ def main(argv=None) -> int:
     server.serve_forever()
     log.info("stopped")
     return 0
+
+
+def _check_storage_flags(args) -> str | None:
+    if args.storage_backend == "etcd3":
+        if not args.etcd_servers:
+            return "--storage-backend etcd3 needs --etcd-servers, e.g. http://127.0.0.1:2379"
+        if not all(url.startswith(("http://", "https://")) for url in args.etcd_servers.split(",") if url):
+            return f"--etcd-servers {args.etcd_servers!r}: URLs, such as http://127.0.0.1:2379,http://127.0.0.1:22379"
+    elif not args.data_dir:
+        return "--data-dir is required (or --storage-backend etcd3 --etcd-servers URL)"
+    return None
 
 
 def _check_service_flags(args) -> str | None:

@@ -44,7 +44,9 @@ import service_accounts
 import tokens
 from common.defaults import apply_defaults
 from common.log import get_logger
+from etcd_store import EtcdStore
 from file_store import FileStore
+from storage import Store
 from service_ips import ServiceAllocator
 import kubernetes_service
 from watch import WatchCounter
@@ -52,7 +54,10 @@ from watch import WatchCounter
 log = get_logger("apiserver")
 
 DEFAULTS = {
-    "DATA_DIR": None,                 # required: where the JSON files live
+    "STORAGE_BACKEND": "json-files",  # or "etcd3", as kube-apiserver's --storage-backend
+    "DATA_DIR": None,                 # json-files: where the JSON files live (required)
+    "ETCD_SERVERS": [],               # etcd3: its members' client URLs (required)
+    "ETCD_PREFIX": "/registry",       # etcd3: every key starts with it
     "MAX_BODY_BYTES": 3 * 1024 * 1024,  # Kubernetes' limit too
     "WATCH_CACHE_SIZE": 10_000,       # events kept for watches that reconnect
     "MAX_WATCHES": 3_000,
@@ -68,7 +73,7 @@ DEFAULTS = {
 @dataclass
 class APIServer:
     """What the request handlers share: reached through request_context.server()."""
-    store: FileStore
+    store: Store
     watches: WatchCounter
     max_watch_seconds: int
     bookmark_seconds: float
@@ -91,13 +96,11 @@ def create_app(config: dict | None = None) -> Flask:
     app = Flask(__name__)
     app.config.update(DEFAULTS)
     app.config.update(config or {})
-    if not app.config["DATA_DIR"]:
-        raise ValueError("DATA_DIR is required: the directory that holds the objects")
     app.config["MAX_CONTENT_LENGTH"] = app.config["MAX_BODY_BYTES"]   # http_server.py refuses larger bodies first
     # No automatic OPTIONS answer (an empty 200): OPTIONS is 405, a Status like every other refusal.
     app.config["PROVIDE_AUTOMATIC_OPTIONS"] = False
 
-    store = FileStore(app.config["DATA_DIR"], app.config["WATCH_CACHE_SIZE"])
+    store = open_store(app.config)
     server = APIServer(
         store=store, watches=WatchCounter(app.config["MAX_WATCHES"]),
         max_watch_seconds=app.config["MAX_WATCH_SECONDS"], bookmark_seconds=app.config["BOOKMARK_SECONDS"],
@@ -122,21 +125,27 @@ def create_app(config: dict | None = None) -> Flask:
     kubernetes_service.ensure(store, server.services, app.config["ADVERTISE_ADDRESS"], app.config["SECURE_PORT"])
     custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
 
-    app.register_blueprint(discovery.bp)
-    app.register_blueprint(openapi.bp)
-    app.register_blueprint(openapi_v2.bp)
-    app.register_blueprint(access_review.bp)
-    app.register_blueprint(oidc_discovery.bp)
-    app.register_blueprint(metrics.bp)
-    app.register_blueprint(resource_metrics.bp)     # metrics.k8s.io, before rest's catch-all /apis/...
-    app.register_blueprint(rest.bp)
+    # The fixed paths first; rest's catch-all /api/... and /apis/... last (metrics.k8s.io is not stored).
+    for part in (discovery, openapi, openapi_v2, access_review, oidc_discovery, metrics, resource_metrics, rest):
+        app.register_blueprint(part.bp)
     metrics.install(app)       # first, so it counts what the gauntlet refuses too
     gauntlet.install(app)
     _register_error_handlers(app)
     return app
 
 
-def _ensure_system_namespaces(store: FileStore) -> None:
+def open_store(config) -> Store:
+    """The JSON files under DATA_DIR, or etcd (part 8): the rest never knows which."""
+    if config["STORAGE_BACKEND"] == "etcd3":
+        if not config["ETCD_SERVERS"]:
+            raise ValueError("ETCD_SERVERS is required with the etcd3 storage backend")
+        return EtcdStore(config["ETCD_SERVERS"], config["ETCD_PREFIX"], config["WATCH_CACHE_SIZE"])
+    if not config["DATA_DIR"]:
+        raise ValueError("DATA_DIR is required: the directory that holds the objects")
+    return FileStore(config["DATA_DIR"], config["WATCH_CACHE_SIZE"])
+
+
+def _ensure_system_namespaces(store: Store) -> None:
     """default, kube-system, kube-public, kube-node-lease exist from the start."""
     namespaces = admission.NAMESPACES
     for name in admission.SYSTEM_NAMESPACES:

@@ -270,13 +270,20 @@ class FileStore:
     def resource_version(self) -> int:
         return self._published_rv
 
+    def wait_for_resource_version(self, rv: int, timeout: float) -> int:
+        """Nothing to wait for: this store is the only writer, so a version
+        it has not published is one it never gave out."""
+        return self._published_rv
+
     def _bucket(self, resource) -> dict:
         return self._objects.setdefault((resource.group, resource.plural), {})
 
     def get(self, resource, namespace: str, name: str) -> dict | None:
         return self._bucket(resource).get((namespace or "", name))
 
-    def list(self, resource, namespace: str | None = None) -> tuple[list[dict], int]:
+    def list(self, resource, namespace: str | None = None, resource_version: int = 0) -> tuple[list[dict], int]:
+        """`resource_version` (a later page's snapshot) is not kept here: the
+        file store serves a list's later pages from the live state."""
         with self._lock:                  # a consistent snapshot at one resourceVersion
             items = list(self._bucket(resource).items())
             rv = self._published_rv
@@ -452,6 +459,9 @@ class FileStore:
                                    Event("DELETED", rv, resource, namespace or "", gone, current))
         self._commit(commit)
         return gone
+
+    def problem(self) -> str | None:
+        return None                       # (a disk that fails stops the server: _commit)
 
     def close(self) -> None:
         with self._publishing:            # not in the middle of a batch

@@ -89,36 +89,44 @@ def get_one(info):
 def list_objects(info):
     labels, fields = selectors(info)
     decode.query_resource_version(request.args)      # a list has no use for it yet, but refuses nonsense
-    items, rv = server().store.list(info.resource, info.namespace or None)
+    snapshot, after = _continue_token()
+    items, rv = server().store.list(info.resource, info.namespace or None, resource_version=snapshot)
     items = [o for o in items if labels.matches(o["metadata"].get("labels")) and fields.matches(o)]
-    items, metadata = _paginate(items, rv)
+    items, metadata = _paginate(items, rv, after)
     if _wants_table():
         return respond(printers.to_table(info.resource, items, metadata, _include_object()))
     return respond({"kind": info.resource.list_kind, "apiVersion": info.resource.api_version,
                     "metadata": metadata, "items": items})
 
 
-def _paginate(items: list[dict], rv: int) -> tuple[list[dict], dict]:
-    """`limit` and `continue`: the token remembers the last (namespace, name) sent.
-
-    Kubernetes serves every page from the same snapshot (the token holds the
-    resourceVersion of the first page); ours continues from the live state,
-    which is simpler and, for objects that do not change meanwhile, the same."""
-    metadata = {"resourceVersion": str(rv)}
+def _continue_token() -> tuple[int, tuple]:
+    """The resourceVersion of the first page and the last (namespace, name)
+    sent, from `continue` (0 and () without one). As Kubernetes' token, it
+    holds the first page's resourceVersion: a store that keeps old versions
+    (etcd) serves every page from that one snapshot, and 410 once compacted."""
     token = request.args.get("continue")
-    if token:
-        try:
-            after = tuple(json.loads(base64.urlsafe_b64decode(token.encode())))
-        except (ValueError, TypeError):
-            after = ()
-        if len(after) != 2 or not all(isinstance(part, str) for part in after):
-            raise api_errors.bad_request("invalid continue token: pass the metadata.continue of the previous page")
+    if not token:
+        return 0, ()
+    try:
+        state = json.loads(base64.urlsafe_b64decode(token.encode()))
+        rv, after = state["rv"], tuple(state["start"])
+    except (ValueError, TypeError, KeyError):
+        rv, after = None, ()
+    if not isinstance(rv, int) or rv < 0 or len(after) != 2 or not all(isinstance(part, str) for part in after):
+        raise api_errors.bad_request("invalid continue token: pass the metadata.continue of the previous page")
+    return rv, after
+
+
+def _paginate(items: list[dict], rv: int, after: tuple) -> tuple[list[dict], dict]:
+    """`limit` and `continue`: the page after (namespace, name) `after`."""
+    metadata = {"resourceVersion": str(rv)}
+    if after:
         items = [o for o in items if (o["metadata"].get("namespace", ""), o["metadata"]["name"]) > after]
     limit = decode.query_int(request.args, "limit", 0)
     if limit and len(items) > limit:
         last = items[limit - 1]["metadata"]
-        metadata["continue"] = base64.urlsafe_b64encode(
-            json.dumps([last.get("namespace", ""), last["name"]]).encode()).decode()
+        metadata["continue"] = base64.urlsafe_b64encode(json.dumps(
+            {"rv": rv, "start": [last.get("namespace", ""), last["name"]]}).encode()).decode()
         metadata["remainingItemCount"] = len(items) - limit
         items = items[:limit]
     return items, metadata

@@ -77,10 +77,12 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
     timeout = min(timeout, 2 * server.max_watch_seconds)
     bookmarks = args.get("allowWatchBookmarks") in ("true", "1")
     start_rv = decode.query_resource_version(args)       # None: no version given
-    if start_rv is not None:
-        if start_rv > server.store.resource_version:
-            # A version from the future (another server's?): waiting for it
-            # could miss everything before it, so refuse, as Kubernetes does.
+    if start_rv is not None and start_rv > server.store.resource_version:
+        # Another API server on the same etcd may have written it a moment
+        # ago: give our watch cache 3 s to catch up, as Kubernetes' does.
+        if start_rv > server.store.wait_for_resource_version(start_rv, timeout=3):
+            # A version from the future: waiting for it could miss
+            # everything before it, so refuse, as Kubernetes does.
             raise api_errors.APIError(504, "Timeout", f"Too large resource version: {start_rv}, "
                                       f"current: {server.store.resource_version}",
                                       {"causes": [{"reason": "ResourceVersionTooLarge",
@@ -121,6 +123,8 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
                         yield _bookmark(resource, since)   # "you have seen everything up to here"
                         last_sent = time.monotonic()
                     continue
+                if event.resource_version <= since:
+                    continue                    # (etcd_store replays its history while watches start)
                 since = event.resource_version
                 if event.resource is not resource:
                     continue

@@ -62,6 +62,7 @@ class WatchCache:
         self._next = 0                    # sequence number of the next event
         self._horizon_rv = start_rv       # events after this rv are all kept
         self._changed = threading.Condition()
+        self._expired = False             # the store lost events after these: every watcher must list again
 
     def append(self, event: Event) -> None:
         """Called by the store, in resourceVersion order, once the write is on disk."""
@@ -106,6 +107,8 @@ class WatchCache:
                 # overwritten events this watcher has not been sent.
                 if position < self._next - self._capacity:
                     raise Expired("the watcher fell behind the kept history")
+                if self._expired:
+                    raise Expired("the store's history was compacted under this watch")
                 batch = [self._ring[i % self._capacity] for i in range(position, self._next)]
                 position = self._next
             yield from batch              # sent outside the lock: writers never wait for a slow client
@@ -116,3 +119,10 @@ class WatchCache:
     @property
     def horizon(self) -> int:
         return self._horizon_rv
+
+    def expire(self) -> None:
+        """End every watch on this history with Expired (etcd_store: etcd
+        compacted events this history never got)."""
+        with self._changed:
+            self._expired = True
+            self._changed.notify_all()

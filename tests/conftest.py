@@ -7,6 +7,8 @@ skipping the tests that matter.
 
 Tests that run the real kubectl use the `kubectl` fixture, on the same
 terms: without kubectl on PATH they skip, unless GROUNDUP_REQUIRE_KUBECTL=1.
+So do the tests against etcd (the `etcd` fixture): without etcd on PATH
+they skip, unless GROUNDUP_REQUIRE_ETCD=1.
 """
 from __future__ import annotations
 
@@ -64,6 +66,36 @@ def kubectl() -> str:
             pytest.fail(f"GROUNDUP_REQUIRE_KUBECTL=1 but {reason}")
         pytest.skip(reason)
     return path
+
+
+def _require(command: str, package: str) -> None:
+    """Skip (or, with GROUNDUP_REQUIRE_ETCD=1, as in CI, fail) without `command`."""
+    if shutil.which(command) is None:
+        reason = f"{command} is not on PATH: install {package} (make setup does, as root) to run the etcd tests"
+        if os.environ.get("GROUNDUP_REQUIRE_ETCD") == "1":
+            pytest.fail(f"GROUNDUP_REQUIRE_ETCD=1 but {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def etcd_binary() -> None:
+    """etcd is installed (tests that start their own members take this)."""
+    _require("etcd", "etcd-server")
+
+
+@pytest.fixture(scope="session")
+def haproxy_binary() -> None:
+    _require("haproxy", "haproxy")
+
+
+@pytest.fixture(scope="session")
+def etcd(etcd_binary, tmp_path_factory):
+    """One etcd member on free loopback ports for the whole session; each
+    test keeps its keys under a prefix of its own."""
+    from etcd_cluster import EtcdCluster
+    cluster = EtcdCluster(tmp_path_factory.mktemp("etcd")).start()
+    yield cluster
+    cluster.stop()
 
 
 # `make test` runs the suite on two workers (pytest-xdist). Whatever shares

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "setup-machine"
 BASICS = ("sh", "cat", "sed", "tr", "grep", "head", "tail", "date", "mktemp", "rm", "ldd", "touch", "dirname")
-EVERYTHING = ("docker", "iptables", "ip", "openssl", "make", "curl", "python3")
+EVERYTHING = ("docker", "iptables", "ip", "openssl", "make", "curl", "etcd", "etcdctl", "haproxy", "python3")
 
 
 def fake(bin_dir: Path, name: str, body: str) -> None:
@@ -74,18 +74,18 @@ def apt_calls(tmp_path: Path) -> list[str]:
 
 @pytest.mark.parametrize("setting, message", [
     (dict(installed=(), static_busybox=False, docker_group=False, socket=False),
-     "missing docker.io busybox-static iptables iproute2 openssl make curl python3-venv, the Docker engine is not running, "
-     "alice may not use Docker; run: sudo apt-get install -y docker.io busybox-static iptables iproute2 openssl make "
-     "curl python3-venv && sudo service docker start && sudo usermod -aG docker alice, "
+     "missing docker.io busybox-static iptables iproute2 openssl make curl etcd-server etcd-client haproxy python3-venv, "
+     "the Docker engine is not running, alice may not use Docker; run: sudo apt-get install -y docker.io busybox-static "
+     "iptables iproute2 openssl make curl etcd-server etcd-client haproxy python3-venv && sudo service docker start && sudo usermod -aG docker alice, "
      "then log out and in again (or run: newgrp docker); then try again"),
     (dict(docker_group=False, docker_answers=False),
      "alice may not use Docker; run: sudo usermod -aG docker alice, then log out and in again (or run: newgrp docker)"),
     (dict(docker_answers=False, socket=False),
      "the Docker engine is not running; run: sudo service docker start; then try again"),
-    (dict(installed=("docker", "make", "curl", "python3", "openssl")),
+    (dict(installed=("docker", "make", "curl", "python3", "openssl", "etcd", "etcdctl", "haproxy")),
      "missing iptables iproute2; run: sudo apt-get install -y iptables iproute2; then try again"),
     (dict(apt=False, installed=("docker", "make", "curl", "python3"), static_busybox=False),
-     "missing busybox-static iptables iproute2 openssl (this set-up installs them on Debian and Ubuntu only)"),
+     "missing busybox-static iptables iproute2 openssl etcd-server etcd-client haproxy (this set-up installs them on Debian and Ubuntu only)"),
 ])
 def test_a_user_gets_one_line_and_no_sudo(tmp_path, setting, message):
     result = run(machine(tmp_path, root=False, **setting), "machine")
@@ -101,10 +101,11 @@ def test_a_ready_machine_says_nothing(tmp_path):
 
 
 def test_root_installs_what_is_missing_in_one_go(tmp_path):
-    result = run(machine(tmp_path, root=True, installed=("docker", "make", "curl", "python3")), "machine")
+    result = run(machine(tmp_path, root=True, installed=("docker", "make", "curl", "python3", "haproxy")), "machine")
     assert result.returncode == 0, result.stderr
-    assert apt_calls(tmp_path)[-1] == "-o DPkg::Lock::Timeout=300 install -y -q iptables iproute2 openssl"
-    assert "setup: installing iptables iproute2 openssl from" in result.stderr
+    assert apt_calls(tmp_path)[-1] == "-o DPkg::Lock::Timeout=300 install -y -q iptables iproute2 openssl " \
+                                      "etcd-server etcd-client"
+    assert "setup: installing iptables iproute2 openssl etcd-server etcd-client from" in result.stderr
     assert len(result.stderr.splitlines()) == 1, result.stderr
 
 

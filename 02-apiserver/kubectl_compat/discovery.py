@@ -16,7 +16,7 @@ from flask import Blueprint, Response, request
 
 import api_errors
 import registry
-from request_context import respond
+from request_context import respond, server
 
 bp = Blueprint("discovery", __name__)
 # Every discovery route answers with and without a trailing slash, as
@@ -46,8 +46,17 @@ def version():
 
 @bp.get("/healthz")
 @bp.get("/livez")
-@bp.get("/readyz")
 def healthz():
+    return Response("ok", mimetype="text/plain")
+
+
+@bp.get("/readyz")
+def readyz():
+    """Ready to serve: its store answers. A load balancer (part 6's HAProxy)
+    sends clients elsewhere while this server cannot reach etcd."""
+    problem = server().store.problem()
+    if problem:
+        return Response(f"[-]etcd failed: {problem}\nreadyz check failed\n", status=500, mimetype="text/plain")
     return Response("ok", mimetype="text/plain")
 
 

@@ -63,6 +63,28 @@ class APIServer:
             self.process.wait()
 
 
+class Backend:
+    """A store for the API servers a test starts: the JSON files in the
+    data directory, or `etcd` (an etcd_cluster.EtcdCluster), each server
+    under a key prefix of its own so that tests sharing one etcd never
+    see each other's objects."""
+
+    def __init__(self, name: str, etcd=None):
+        self.name, self.etcd = name, etcd
+
+    def flags(self) -> list[str]:
+        if self.name == "json-files":
+            return []
+        return ["--storage-backend", "etcd3", "--etcd-servers", self.etcd.client_urls,
+                "--etcd-prefix", f"/{unique('test')}"]
+
+    def server(self, data_dir: Path, *extra: str, port: int | None = None) -> APIServer:
+        return APIServer(data_dir, *self.flags(), *extra, port=port)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 class Client:
     """requests.Session with the server's URL in front of every path."""
 

@@ -1,14 +1,22 @@
-"""Optimistic concurrency under contention, and SIGKILL during heavy writes."""
+"""Optimistic concurrency under contention, and SIGKILL during heavy writes,
+on each store (the JSON files, etcd)."""
 from __future__ import annotations
 
 import json
 import threading
 import time
 
+import pytest
 import requests
 
-from apiserver_harness import APIServer, Client
+from apiserver_harness import Client
 
+
+
+@pytest.fixture(scope="session")
+def api(api_on_each_backend):
+    """Every test here runs against the JSON files and against etcd."""
+    return api_on_each_backend
 
 def test_twenty_read_modify_write_loops_lose_no_update(api, namespace):
     path = f"/api/v1/namespaces/{namespace}/configmaps"
@@ -38,11 +46,11 @@ def test_twenty_read_modify_write_loops_lose_no_update(api, namespace):
     assert conflicts, "20 writers on one object should have collided at least once"
 
 
-def test_sigkill_during_heavy_writes_loses_no_acknowledged_write(tmp_path):
+def test_sigkill_during_heavy_writes_loses_no_acknowledged_write(tmp_path, backend):
     """Kill the server five times while eight clients write; after each
     restart every acknowledged object is there, intact, and versions only grow."""
     data = tmp_path / "data"
-    server = APIServer(data).start()
+    server = backend.server(data).start()
     acknowledged: dict[str, int] = {}
     highest_seen = 0
     try:

@@ -1,4 +1,5 @@
-"""REST as Kubernetes does it, against a real API server process over HTTP."""
+"""REST as Kubernetes does it, against a real API server process over HTTP,
+on each store (the JSON files, etcd)."""
 from __future__ import annotations
 
 import uuid
@@ -6,6 +7,12 @@ import uuid
 import pytest
 
 from apiserver_harness import deployment, pod, unique
+
+
+@pytest.fixture(scope="session")
+def api(api_on_each_backend):
+    """Every test here runs against the JSON files and against etcd."""
+    return api_on_each_backend
 
 # One valid object of every served kind: (collection path template, body).
 EXAMPLES = [

@@ -1,4 +1,8 @@
-"""The JSON-file store and the watch history, in-process (no HTTP)."""
+"""The stores and the watch history, in-process (no HTTP).
+
+Every test that takes `store` runs on both backends: the JSON files and a
+real etcd (EtcdStore, under a key prefix of its own). The tests that name
+FileStore are about the files themselves."""
 from __future__ import annotations
 
 import json
@@ -9,6 +13,8 @@ import pytest
 
 import api_errors
 import registry
+from apiserver_harness import unique
+from etcd_store import EtcdStore
 from file_store import FileStore
 from watch_cache import Expired
 
@@ -21,12 +27,19 @@ def pod(name, namespace="default", **meta):
             "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}}
 
 
-@pytest.fixture
-def store(tmp_path):
-    return FileStore(tmp_path / "data", watch_cache_size=5)
+@pytest.fixture(params=["json-files", "etcd3"])
+def store(request, tmp_path):
+    if request.param == "json-files":
+        yield FileStore(tmp_path / "data", watch_cache_size=5)
+        return
+    etcd = request.getfixturevalue("etcd")
+    store = EtcdStore([etcd.client_urls], prefix=f"/{unique('test')}", watch_cache_size=5)
+    yield store
+    store.close()
 
 
-def test_an_object_is_a_json_file_a_learner_can_read(store, tmp_path):
+def test_an_object_is_a_json_file_a_learner_can_read(tmp_path):
+    store = FileStore(tmp_path / "data")
     created = store.create(PODS, pod("web"))
     path = tmp_path / "data" / "registry" / "core" / "pods" / "default" / "web.json"
     assert json.loads(path.read_text()) == created

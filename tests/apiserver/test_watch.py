@@ -1,4 +1,5 @@
-"""Watch over real HTTP: streaming, resuming, selectors, expiry, timeouts."""
+"""Watch over real HTTP: streaming, resuming, selectors, expiry, timeouts,
+on each store (the JSON files, etcd)."""
 from __future__ import annotations
 
 import json
@@ -6,11 +7,18 @@ import socket
 import threading
 import time
 
+import pytest
 import requests
 
-from apiserver_harness import APIServer, Client, pod, watch_lines
+from apiserver_harness import Client, pod, watch_lines
 from polling import wait_for
 
+
+
+@pytest.fixture(scope="session")
+def api(api_on_each_backend):
+    """Every test here runs against the JSON files and against etcd."""
+    return api_on_each_backend
 
 def _rv(response) -> str:
     return response.json()["metadata"]["resourceVersion"]
@@ -92,8 +100,8 @@ def test_selectors_filter_and_moves_in_and_out_look_like_add_and_delete(api, nam
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "mine"), ("DELETED", "mine")]
 
 
-def test_a_version_older_than_the_history_is_410_gone(tmp_path):
-    server = APIServer(tmp_path / "data", "--watch-cache-size", "10").start()
+def test_a_version_older_than_the_history_is_410_gone(tmp_path, backend):
+    server = backend.server(tmp_path / "data", "--watch-cache-size", "10").start()
     try:
         api = Client(server.url)
         start = _rv(api.get("/api/v1/namespaces/default/configmaps"))
@@ -114,8 +122,8 @@ def test_watch_ends_at_timeout_seconds(api, namespace):
     assert 0.9 < time.monotonic() - started < 5
 
 
-def test_bookmarks_carry_the_current_version(tmp_path):
-    server = APIServer(tmp_path / "data", "--watch-bookmark-seconds", "0.5").start()
+def test_bookmarks_carry_the_current_version(tmp_path, backend):
+    server = backend.server(tmp_path / "data", "--watch-bookmark-seconds", "0.5").start()
     try:
         api = Client(server.url)
         events = _collect(api, "/api/v1/pods", {"allowWatchBookmarks": "true", "resourceVersion": "1",
@@ -125,9 +133,9 @@ def test_bookmarks_carry_the_current_version(tmp_path):
         server.stop()
 
 
-def test_abandoned_watches_are_released(tmp_path):
+def test_abandoned_watches_are_released(tmp_path, backend):
     """Clients that vanish mid-watch do not hold watch slots forever."""
-    server = APIServer(tmp_path / "data", "--max-watches", "3").start()
+    server = backend.server(tmp_path / "data", "--max-watches", "3").start()
     try:
         api = Client(server.url)
         for _ in range(3):                                  # open three watches, then drop the sockets

@@ -1,4 +1,5 @@
-"""Watch across an API server restart: the event log (02-apiserver/event_log.py).
+"""Watch across an API server restart: the event log (02-apiserver/event_log.py),
+or etcd's own history (etcd_store.py) for the tests that take `backend`.
 
 A watch from a version before the restart resumes with exactly the events
 after it, whether the server stopped cleanly (SIGTERM) or was killed
@@ -61,8 +62,8 @@ def _summary(events: list[dict]) -> list[tuple]:
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
-def test_a_watch_from_before_a_restart_gets_exactly_the_events_after_it(tmp_path, how):
-    server = APIServer(tmp_path / "data").start()
+def test_a_watch_from_before_a_restart_gets_exactly_the_events_after_it(tmp_path, backend, how):
+    server = backend.server(tmp_path / "data").start()
     try:
         api = Client(server.url)
         api.post(CONFIGMAPS, {"metadata": {"name": "a"}, "data": {"v": "1"}})
@@ -87,8 +88,8 @@ def test_a_watch_from_before_a_restart_gets_exactly_the_events_after_it(tmp_path
         server.stop()
 
 
-def test_only_a_version_older_than_the_kept_window_is_410_after_a_restart(tmp_path):
-    server = APIServer(tmp_path / "data", "--watch-cache-size", "10").start()
+def test_only_a_version_older_than_the_kept_window_is_410_after_a_restart(tmp_path, backend):
+    server = backend.server(tmp_path / "data", "--watch-cache-size", "10").start()
     try:
         api = Client(server.url)
         oldest = _rv(api.get(CONFIGMAPS))
@@ -129,8 +130,8 @@ class _Changes:
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
-def test_an_informer_does_not_list_again_across_a_restart(tmp_path, how):
-    server = APIServer(tmp_path / "data").start()
+def test_an_informer_does_not_list_again_across_a_restart(tmp_path, backend, how):
+    server = backend.server(tmp_path / "data").start()
     client = APIClient(Connection(server.url), timeout=5)
     informer = Informer(client, "v1", "configmaps", "default", watch_timeout_seconds=60)
     changes = _Changes(informer)
@@ -153,12 +154,12 @@ def test_an_informer_does_not_list_again_across_a_restart(tmp_path, how):
         server.stop()
 
 
-def test_sigkill_under_concurrent_writes_then_a_watch_from_the_first_version_sees_each_write_once(tmp_path):
+def test_sigkill_under_concurrent_writes_then_a_watch_from_the_first_version_sees_each_write_once(tmp_path, backend):
     """Four clients create and delete while the server is killed three times.
     A watch from before it all must then carry every acknowledged write once,
     in order, and nothing the store does not have: replaying its events
     gives exactly the objects a list returns."""
-    server = APIServer(tmp_path / "data").start()
+    server = backend.server(tmp_path / "data").start()
     acknowledged: set[tuple[str, str]] = set()       # (ADDED or DELETED, name): each name is written once
     lock = threading.Lock()
     try:

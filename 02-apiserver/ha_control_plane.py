@@ -1,0 +1,216 @@
+"""A control plane that survives the loss of a member: `make ha`.
+
+    python 02-apiserver/ha_control_plane.py [--port 8080] [--dir DIR]
+
+On this one machine, as three machines would run it:
+
+    kubectl ──► HAProxy :8080 ──┬──► API server :18081 ──┬──► etcd0 :12379
+                 (/readyz)      └──► API server :18082 ──┼──► etcd1 :12381
+                                                         └──► etcd2 :12383
+
+Three etcd members keep the data (a write needs two of them: a majority);
+two API servers on them answer the same, since neither keeps anything of
+its own; HAProxy gives clients one address and sends them only to an API
+server whose /readyz says it can reach etcd. It prints what runs where and
+tears it all down on Ctrl-C. Kill any one process (`kill PID`) and the
+cluster goes on; see part 8 of chapter 02's README.
+
+The tests (tests/apiserver/test_ha.py) and the benchmark use HAProxy and
+APIServerProcess from here too.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`, when run as a script
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from etcd_cluster import EtcdCluster, etcd_installed  # noqa: E402
+from common.processes import stop_within  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+
+class APIServerProcess:
+    """apiserver.py on the insecure port, its objects in etcd."""
+
+    def __init__(self, name: str, port: int, etcd_servers: str, directory: Path, *flags: str):
+        self.name, self.port, self.etcd_servers = name, port, etcd_servers
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = Path(directory) / f"{name}.log"
+        self.flags = list(flags)
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30) -> "APIServerProcess":
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE / "apiserver.py"), "--storage-backend", "etcd3",
+             "--etcd-servers", self.etcd_servers, "--port", str(self.port), *self.flags],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} did not start: see {self.log_path}")
+            time.sleep(0.1)
+        return self
+
+    def ready(self) -> bool:
+        try:
+            return requests.get(self.url + "/readyz", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.running:
+            stop_within(self.process, 10)
+
+    def kill(self) -> None:
+        if self.running:
+            self.process.kill()
+            self.process.wait()
+
+
+# [START haproxy-config]
+def haproxy_config(port: int, servers: dict[str, int], balance: str = "roundrobin") -> str:
+    """One address for several API servers. TCP, so a watch is one long
+    connection to one server; HTTP health checks of /readyz, so a server
+    that cannot reach etcd gets no new clients; and a connection refused
+    by a dead server is tried on the next one (redispatch) at once, before
+    the checks have noticed."""
+    lines = ["global", "    maxconn 4096",
+             "defaults", "    mode tcp", "    timeout connect 1s",
+             "    timeout client 1h", "    timeout server 1h",     # watches last up to an hour
+             "    retries 3", "    option redispatch",
+             "frontend apiserver", f"    bind 127.0.0.1:{port}", "    default_backend apiservers",
+             "backend apiservers", f"    balance {balance}",
+             "    option httpchk GET /readyz", "    http-check expect status 200",
+             "    default-server inter 500ms fall 2 rise 2"]
+    lines += [f"    server {name} 127.0.0.1:{server_port} check" for name, server_port in servers.items()]
+    return "\n".join(lines) + "\n"
+# [END haproxy-config]
+
+
+class HAProxy:
+    def __init__(self, port: int, servers: dict[str, int], directory: Path, balance: str = "roundrobin"):
+        self.port, self.url = port, f"http://127.0.0.1:{port}"
+        self.config_path = Path(directory) / "haproxy.cfg"
+        self.config_path.write_text(haproxy_config(port, servers, balance))
+        self.log_path = Path(directory) / "haproxy.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 15) -> "HAProxy":
+        log = open(self.log_path, "ab")
+        # -db: stay in the foreground, so this process is the one we stop.
+        self.process = subprocess.Popen(["haproxy", "-db", "-f", str(self.config_path)], stdout=log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if requests.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"HAProxy did not start: see {self.log_path}")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            stop_within(self.process, 10)
+
+
+def haproxy_installed() -> bool:
+    return shutil.which("haproxy") is not None
+
+
+class ControlPlane:
+    def __init__(self, directory: Path, port: int, etcd_ports: list[int], apiserver_ports: list[int]):
+        self.directory = Path(directory)
+        self.etcd = EtcdCluster(self.directory / "etcd", size=len(etcd_ports),
+                                client_ports=etcd_ports, peer_ports=[p + 1 for p in etcd_ports])
+        self.apiservers = [APIServerProcess(f"apiserver{i + 1}", p, self.etcd.client_urls, self.directory)
+                           for i, p in enumerate(apiserver_ports)]
+        self.haproxy = HAProxy(port, {s.name: s.port for s in self.apiservers}, self.directory)
+
+    def start(self) -> "ControlPlane":
+        self.etcd.start()
+        for server in self.apiservers:
+            server.start()
+        self.haproxy.start()
+        for name, _, pid in self.processes():      # DIR/etcd1.pid: `kill $(cat ...)` one of them
+            (self.directory / f"{name}.pid").write_text(f"{pid}\n")
+        return self
+
+    def stop(self) -> None:
+        self.haproxy.stop()
+        for server in self.apiservers:
+            server.stop()
+        self.etcd.stop()
+
+    def processes(self) -> list[tuple[str, str, int]]:
+        """(name, URL, process id) of everything running."""
+        rows = [(m.name, m.client_url, m.process.pid) for m in self.etcd.members]
+        rows += [(s.name, s.url, s.process.pid) for s in self.apiservers]
+        return rows + [("haproxy", self.haproxy.url, self.haproxy.process.pid)]
+
+    def describe(self) -> str:
+        return "\n".join(f"  {name:<10}  {url:<22}  {self.directory / name}.pid"
+                         for name, url, _ in self.processes())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Three etcd members, two API servers, HAProxy in front.")
+    parser.add_argument("--port", type=int, default=8080, help="HAProxy's port: the address clients use")
+    parser.add_argument("--etcd-ports", default="12379,12381,12383",
+                        help="the members' client ports (each one's peer port is the next number)")
+    parser.add_argument("--apiserver-ports", default="18081,18082")
+    parser.add_argument("--dir", help="where data and logs go (default: a new temporary directory, removed at the end)")
+    args = parser.parse_args(argv)
+    missing = [name for name, there in (("etcd", etcd_installed()), ("haproxy", haproxy_installed())) if not there]
+    if missing:
+        print(f"error: {' and '.join(missing)} not on PATH: `make setup` (as root) installs them", file=sys.stderr)
+        return 1
+    directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="groundup-ha-"))
+    plane = ControlPlane(directory, args.port, [int(p) for p in args.etcd_ports.split(",")],
+                         [int(p) for p in args.apiserver_ports.split(",")])
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    try:
+        plane.start()
+        print(f"a control plane of {len(plane.etcd.members)} etcd members and {len(plane.apiservers)} API servers:")
+        print(plane.describe())
+        print(f"clients use {plane.haproxy.url} (logs in {directory}); Ctrl-C stops it all", flush=True)
+        stopping.wait()
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        plane.stop()
+        if not args.dir:
+            shutil.rmtree(directory, ignore_errors=True)
+        print("stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
