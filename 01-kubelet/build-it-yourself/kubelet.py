@@ -11,6 +11,10 @@ TODO(stage N): start a container, the pause container, the pod's status,
 removing deleted pods, the restart policy, the back-off, and noticing an
 edited spec. Each TODO names the lesson section that explains it.
 
+It may use the Docker SDK (docker), Flask and common/ (reading and
+validating manifests, logging), but none of 01-kubelet/'s own modules:
+that kubelet is ours, this one is yours.
+
 Grade your work with `make stage-01` (every stage up to the first that
 fails) or `make stage-01 STAGE=3` (one stage); with your own copy of this
 file, add MINE=path/to/it.py. The stages look only at Docker (containers
@@ -183,13 +187,14 @@ class Kubelet:
                 log.info("restarting", obj=pod_key(pod), container=spec["name"], exitCode=exit_code(current))
                 self.run_container(pod, spec, restart_count(current) + 1, sandbox)
 
-    def run_container(self, pod: dict, spec: dict, restart_count: int, sandbox):
+    def run_container(self, pod: dict, spec: dict, restarts: int, sandbox):
         # TODO(stage 1): create and start one Docker container for this
         # container of the pod (self.docker.containers.run(..., detach=True))
         # and return it. Its image; its `command` replaces the image's
         # ENTRYPOINT and its `args` the image's CMD; its `env` list as a dict
         # of name -> value; the labels from labels_for(pod, spec["name"],
-        # self.node_name, spec, restart_count); the name from docker_name().
+        # self.node_name, spec, restarts); the name from docker_name(), with
+        # restarts as the attempt.
         # Once stage 2 gives the pod a sandbox (else None), join its network:
         # network_mode=f"container:{sandbox.id}". Lesson: "The pause container
         # and the app containers" in 01-kubelet/lesson-1-how-the-kubelet-works.md.

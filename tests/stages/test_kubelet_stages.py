@@ -59,6 +59,30 @@ def test_a_stage_fails_a_kubelet_without_what_it_grades(docker_client, tmp_path,
     assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
 
+# Mistakes a learner could make in a part that looks finished, and the
+# stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).
+MISTAKES = [
+    (2, "starts the apps beside the pause container, not in its network",
+     'network_mode=f"container:{sandbox.id}" if sandbox else None', "network_mode=None"),
+    (5, "restarts under OnFailure whatever the exit code",
+     'return policy == "Always" or (policy == "OnFailure" and exit_code(container) != 0)',
+     'return policy in ("Always", "OnFailure")'),
+    (6, "backs off without doubling", "delay = min(self.backoff_initial * 2 ** (restarts - 1), self.backoff_max)",
+     "delay = self.backoff_initial"),
+]
+
+
+@pytest.mark.parametrize("number, mistake, right, wrong", MISTAKES, ids=[m[1] for m in MISTAKES])
+def test_a_stage_catches_a_mistake_in_its_part(docker_client, tmp_path, number, mistake, right, wrong):
+    mine = solved(STARTER, tmp_path, {stage.number for stage in STAGES})
+    source = mine.read_text()
+    assert right in source, f"the solution no longer has {right!r}"
+    mine.write_text(source.replace(right, wrong))
+    result = grade(STAGES[number - 1], mine)
+    assert result.failure is not None, f"stage {number} passed a kubelet that {mistake}"
+    assert not result.failure.unreadable, report(result)
+
+
 def test_every_todo_in_the_starter_belongs_to_a_stage():
     marked = todo_stages(STARTER.read_text())
     assert set(marked.values()) == {stage.number for stage in STAGES}, marked

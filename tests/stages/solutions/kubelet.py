@@ -13,13 +13,13 @@ and no stage passes a kubelet that skips what it grades.
 class Kubelet:
     """The starter's Kubelet methods."""
 
-    def run_container(self, pod: dict, spec: dict, restart_count: int, sandbox):
+    def run_container(self, pod: dict, spec: dict, restarts: int, sandbox):
         return self.docker.containers.run(
             spec["image"], entrypoint=spec.get("command"), command=spec.get("args"),
             environment={var["name"]: str(var.get("value", "")) for var in spec.get("env") or []},
             working_dir=spec.get("workingDir"),
-            labels=labels_for(pod, spec["name"], self.node_name, spec, restart_count),
-            name=docker_name(pod, spec["name"], self.node_name, restart_count),
+            labels=labels_for(pod, spec["name"], self.node_name, spec, restarts),
+            name=docker_name(pod, spec["name"], self.node_name, restarts),
             network_mode=f"container:{sandbox.id}" if sandbox else None, detach=True)
 
     def ensure_sandbox(self, pod: dict, containers: list):
