@@ -43,8 +43,8 @@ demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods ove
 demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
 	$(PY) 02-apiserver/demo.py
 
-demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up
-	$(PY) 01-kubelet/demo.py
+demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up (KUBELET=path/to/yours.py)
+	$(PY) 01-kubelet/demo.py $(if $(KUBELET),--kubelet $(KUBELET))
 
 test: ## set up, then run every test (kubectl tests skip without kubectl unless GROUNDUP_REQUIRE_KUBECTL=1)
 	@$(SETUP) machine venv images kubectl
