@@ -280,6 +280,10 @@ def stage_restart_policy(ctx: KubeletContext) -> None:
     write_pod(ctx, pod_manifest("retry", container("app", "sleep 1; exit 3"), restart_policy="OnFailure"))
     write_pod(ctx, pod_manifest("finished", container("app", "exit 0"), restart_policy="OnFailure"))
     write_pod(ctx, pod_manifest("never", container("app", "exit 1"), restart_policy="Never"))
+    for pod in ("finished", "never"):         # ran once, and ended
+        ctx.wait_until(lambda: any(c.status == "exited" for c in containers_of(ctx, pod, "app")),
+                       expected=f"pod {pod}'s container to run and exit",
+                       happened=lambda: describe(ctx, pod), timeout=START, hint=MORE_PODS)
     killed = wait_running(ctx, "always", "app")
     killed.kill()
     ctx.wait_until(lambda: (running_one(ctx, "always", "app") or killed).id != killed.id,
