@@ -140,7 +140,8 @@ class Kubelet:
     def containers_by_pod(self) -> dict[str, list]:
         """pod key -> its Docker containers, running or not: the actual state."""
         found: dict[str, list] = {}
-        for container in self.docker.containers.list(all=True, filters={"label": f"{NODE}={self.node_name}"}):
+        mine = {"label": f"{NODE}={self.node_name}"}
+        for container in self.docker.containers.list(all=True, filters=mine, ignore_removed=True):
             key = f"{container.labels[POD_NAMESPACE]}/{container.labels[POD_NAME]}"
             found.setdefault(key, []).append(container)
         return found
