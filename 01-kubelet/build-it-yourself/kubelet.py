@@ -282,7 +282,8 @@ def main() -> int:
     parser.add_argument("--node-name", required=True, help="this node's name, on every container's labels")
     parser.add_argument("--manifests", "--pod-manifest-path", dest="manifests", required=True,
                         help="directory of pod manifests to run (static pods)")
-    parser.add_argument("--pod-infra-container-image", default="registry.k8s.io/pause:3.9")
+    parser.add_argument("--pod-infra-container-image", default="registry.k8s.io/pause:3.9",
+                        help="the pause image holding each pod's network namespace")
     parser.add_argument("--address", default="0.0.0.0", help="address of the read-only port")
     parser.add_argument("--read-only-port", type=int, default=10255)
     parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
