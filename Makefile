@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -43,8 +43,8 @@ demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods ove
 demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
 	$(PY) 02-apiserver/demo.py
 
-demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up
-	$(PY) 01-kubelet/demo.py
+demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up (KUBELET=path/to/yours.py)
+	$(PY) 01-kubelet/demo.py $(if $(KUBELET),--kubelet $(KUBELET))
 
 test: ## set up, then run every test (kubectl tests skip without kubectl unless GROUNDUP_REQUIRE_KUBECTL=1)
 	@$(SETUP) machine venv images kubectl
@@ -64,6 +64,9 @@ lesson-01: venv images ## run chapter 01's README as a lesson, command by comman
 
 bench-01: venv images ## chapter 01 benchmark: 30 two-container pods vs bare Docker
 	$(PY) 01-kubelet/bench.py
+
+stage-01: venv images ## chapter 01, build it yourself: grade your kubelet stage by stage, on Docker (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 01 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
 test-02: venv ## chapter 02: the API server over real HTTP, with the real kubectl and the Python client
 	$(PYTEST) tests/apiserver

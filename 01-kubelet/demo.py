@@ -4,9 +4,17 @@ It starts a kubelet on a copy of 01-kubelet/manifests/, waits until every
 example pod has reached the state it should (running, ready, finished or
 crash-looping), shows them as `kubectl get pods` would and as Docker sees
 them, then stops the kubelet and removes its containers.
+
+    python 01-kubelet/demo.py [--kubelet path/to/your_kubelet.py]
+
+--kubelet runs your own kubelet (01-kubelet/build-it-yourself/) in place
+of the reference, on the examples it can run: not two-containers (it
+needs an emptyDir volume), and without the hostPort and the logs, which
+the starting file does not serve.
 """
 from __future__ import annotations
 
+import argparse
 import shutil
 import signal
 import subprocess
@@ -19,7 +27,7 @@ import requests
 from rich.console import Console
 
 from common.ports import free_port
-from get_pods import ready, status_column, table
+from get_pods import ready, restarts, status_column, table
 
 HERE = Path(__file__).resolve().parent
 NODE = "demo-node"
@@ -33,9 +41,16 @@ EXPECTED = {
     "crasher": lambda p: status_column(p) == "CrashLoopBackOff",
     "one-shot": lambda p: p["status"].get("phase") == "Succeeded",
 }
+# With a kubelet of your own (the starting file's stages): no volumes, and
+# no CrashLoopBackOff reason in its status, but the restarts to show for it.
+EXPECTED_OF_YOURS = {
+    "web": EXPECTED["web"],
+    "crasher": lambda p: restarts(p) >= 1,
+    "one-shot": EXPECTED["one-shot"],
+}
 
 
-def wait_for_examples(url: str, kubelet: subprocess.Popen, timeout: float = 90) -> list[dict]:
+def wait_for_examples(url: str, kubelet: subprocess.Popen, expected: dict, timeout: float = 90) -> list[dict]:
     deadline = time.monotonic() + timeout
     pods: list[dict] = []
     while time.monotonic() < deadline:
@@ -46,7 +61,7 @@ def wait_for_examples(url: str, kubelet: subprocess.Popen, timeout: float = 90) 
         except requests.RequestException:
             pods = []
         by_name = {p["metadata"]["name"]: p for p in pods}
-        if all(name in by_name and check(by_name[name]) for name, check in EXPECTED.items()):
+        if all(name in by_name and check(by_name[name]) for name, check in expected.items()):
             return pods
         time.sleep(0.5)
     show(pods)
@@ -58,28 +73,46 @@ def show(pods: list[dict]) -> None:
     print(table(pods))
 
 
+def show_port_and_logs(port: int) -> None:
+    page = requests.get("http://127.0.0.1:8000/", timeout=5).text.strip()
+    console.print(f"\n[bold]curl http://127.0.0.1:8000/[/bold] (web's hostPort) -> {page}")
+    logs = requests.get(f"http://127.0.0.1:{port}/containerLogs/default/one-shot/count", timeout=5).text
+    console.print(f"[bold]one-shot's logs:[/bold] {' | '.join(logs.splitlines())}")
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--kubelet", default=str(HERE / "kubelet.py"),
+                        help="the kubelet to run (default: the reference, 01-kubelet/kubelet.py)")
+    args = parser.parse_args()
+    yours = Path(args.kubelet).resolve() != HERE / "kubelet.py"
+    expected = EXPECTED_OF_YOURS if yours else EXPECTED
     port = free_port(10255)
     workdir = Path(tempfile.mkdtemp(prefix="kubelet-demo-"))
     manifests = workdir / "manifests"
     shutil.copytree(HERE / "manifests", manifests)
+    if yours:                       # only the examples it can run
+        for path in manifests.iterdir():
+            if path.stem not in expected:
+                path.unlink()
     log_path = workdir / "kubelet.log"
     console.rule("chapter 01: a kubelet runs pods from manifests")
-    console.print(f"kubelet --node-name {NODE} --manifests {manifests} (log: {log_path})")
+    console.print(f"{args.kubelet} --node-name {NODE} --manifests {manifests} (log: {log_path})")
     with open(log_path, "wb") as log:
         kubelet = subprocess.Popen(
-            [sys.executable, str(HERE / "kubelet.py"), "--node-name", NODE, "--manifests", str(manifests),
+            [sys.executable, str(Path(args.kubelet).resolve()), "--node-name", NODE, "--manifests", str(manifests),
              "--address", "127.0.0.1", "--read-only-port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     try:
-        pods = wait_for_examples(f"http://127.0.0.1:{port}/pods", kubelet)
+        pods = wait_for_examples(f"http://127.0.0.1:{port}/pods", kubelet, expected)
         show(pods)
         console.print("\n[bold]docker ps[/bold] (the pause containers hold each pod's network):")
         subprocess.run(["docker", "ps", "--filter", f"label=io.groundup.node-name={NODE}",
                         "--format", "table {{.Names}}\t{{.Image}}\t{{.Status}}"], check=False)
-        page = requests.get("http://127.0.0.1:8000/", timeout=5).text.strip()
-        console.print(f"\n[bold]curl http://127.0.0.1:8000/[/bold] (web's hostPort) -> {page}")
-        logs = requests.get(f"http://127.0.0.1:{port}/containerLogs/default/one-shot/count", timeout=5).text
-        console.print(f"[bold]one-shot's logs:[/bold] {' | '.join(logs.splitlines())}")
+        if yours:
+            console.print("\n(web's hostPort 8000 and one-shot's logs on the read-only port are the "
+                          "reference kubelet's: yours serves /pods only)")
+        else:
+            show_port_and_logs(port)
     except BaseException:
         console.print(log_path.read_text()[-4000:])
         raise

@@ -1,4 +1,4 @@
-"""Grade your component, stage by stage: `make stage-03` runs this.
+"""Grade your component, stage by stage: `make stage-NN` runs this.
 
     python tests/stages/run.py 03 [--stage N] [--mine path/to/your_scheduler.py]
 
@@ -16,6 +16,7 @@ from stage_runner import ROOT, run_stages
 
 # chapter -> (title, the module with its STAGES, the starting file)
 CHAPTERS = {
+    "01": ("Chapter 01: the kubelet", "kubelet_stages", "01-kubelet/build-it-yourself/kubelet.py"),
     "02": ("Chapter 02: the API server", "apiserver_stages", "02-apiserver/build-it-yourself/apiserver.py"),
     "03": ("Chapter 03: the scheduler", "scheduler_stages", "03-scheduler/build-it-yourself/scheduler.py"),
 }

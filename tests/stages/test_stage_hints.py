@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 import apiserver_stages
+import kubelet_stages
 import scheduler_stages
 from splice import functions
 from stage_runner import ROOT, Hint
 
-STAGE_MODULES = [apiserver_stages, scheduler_stages]
-STARTERS = [ROOT / "02-apiserver" / "build-it-yourself" / "apiserver.py",
+STAGE_MODULES = [kubelet_stages, apiserver_stages, scheduler_stages]
+STARTERS = [ROOT / "01-kubelet" / "build-it-yourself" / "kubelet.py",
+            ROOT / "02-apiserver" / "build-it-yourself" / "apiserver.py",
             ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py"]
 HEADING = re.compile(r"^#+ (.+?)\s*$", re.M)
 

@@ -1,0 +1,360 @@
+"""Chapter 01's stages: a kubelet, graded one capability at a time.
+
+Each stage gets a fresh manifest directory and a node name of its own
+(stage-<random>), starts the learner's kubelet with them, writes pod
+manifests, and looks at what happens in two places only: Docker (the
+containers labelled with that node's name) and the kubelet's read-only
+port (/pods). So any kubelet that keeps the command line and the labels
+passes. A check that something does *not* happen (no restart of a
+container that finished for good) always waits for something that does
+(a restart elsewhere), so a kubelet that does nothing never passes one.
+Whatever happens, every container of the stage's node is removed after it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+import docker
+import docker.errors
+import requests
+import yaml
+
+from common.ports import free_port
+from stage_runner import Hint, Stage, StageContext, StageFailure
+
+PART1 = "01-kubelet/lesson-1-how-the-kubelet-works.md"
+PART2 = "01-kubelet/lesson-2-run-the-kubelet.md"
+
+SYNC_LOOP = Hint("The sync loop", PART1)
+DECIDE = Hint("Compare and decide", PART1)
+PAUSE = Hint("The pause container and the app containers", PART1)
+BACKOFF = Hint("Restart back-off", PART1)
+STATUS = Hint("Status", PART1)
+GIVE = Hint("2. Give it a pod", PART2)
+ASK = Hint("3. Ask the kubelet what it runs", PART2)
+ONE_NETWORK = Hint("4. One pod, one network", PART2)
+KILL = Hint("5. Kill a container, watch it come back", PART2)
+MORE_PODS = Hint("6. More pods: a web server, a crash loop, a one-shot job", PART2)
+DELETE = Hint("9. Delete a pod", PART2)
+STOP = Hint("10. Stop the kubelet", PART2)
+
+NODE_LABEL = "io.groundup.node-name"
+POD_LABEL = "io.kubernetes.pod.name"
+CONTAINER_LABEL = "io.kubernetes.container.name"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
+BACKOFF_INITIAL = 3          # seconds: --backoff-initial, short enough for a stage
+START = 20                   # seconds for a first start: a busy machine is slow
+
+
+class KubeletContext(StageContext):
+    """A node name, a manifest directory and a read-only port of the
+    stage's own, and Docker to look at (and to clean up after)."""
+
+    def __init__(self, mine: Path, workdir: Path):
+        super().__init__(mine, workdir)
+        self.node_name = f"stage-{uuid.uuid4().hex[:8]}"
+        self.manifests = workdir / "manifests"
+        self.manifests.mkdir()
+        self.port = free_port()
+        self.docker = docker.from_env(timeout=120)
+
+    def mine_args(self) -> list[str]:
+        return ["--node-name", self.node_name, "--manifests", str(self.manifests),
+                "--address", "127.0.0.1", "--read-only-port", str(self.port), "--sync-frequency", "0.5s",
+                "--backoff-initial", f"{BACKOFF_INITIAL}s", "--backoff-max", f"{4 * BACKOFF_INITIAL}s"]
+
+    def close(self) -> None:
+        super().close()
+        for container in self.docker.containers.list(all=True, filters={"label": f"{NODE_LABEL}={self.node_name}"}):
+            remove_eventually(container)
+        for volume in self.docker.volumes.list(filters={"label": f"{NODE_LABEL}={self.node_name}"}):
+            remove_eventually(volume)
+        # What the reference kubelet keeps on the side, under this node's name.
+        shutil.rmtree(Path(tempfile.gettempdir()) / "groundup-kubelet" / self.node_name, ignore_errors=True)
+        lock = Path(tempfile.gettempdir()) / f"groundup-kubelet-{self.node_name}.lock"
+        lock.unlink(missing_ok=True)
+
+
+CONTEXT = KubeletContext
+
+
+def remove_eventually(thing, timeout: float = 20) -> None:
+    """Remove a container or volume; Docker's 409 (a removal already under
+    way) means ask again shortly."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            thing.remove(force=True)
+            return
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as error:
+            if error.status_code != 409 or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+# ---------------------------------------------------------------- manifests
+
+def pod_manifest(name: str, *containers: dict, restart_policy: str | None = None) -> dict:
+    spec: dict = {"containers": list(containers), "terminationGracePeriodSeconds": 2}
+    if restart_policy:
+        spec["restartPolicy"] = restart_policy
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+def container(name: str, script: str, **fields) -> dict:
+    """A busybox container running a shell script (which stops at once on SIGTERM)."""
+    return {"name": name, "image": "busybox:1.35", "command": ["sh", "-c"],
+            "args": [f"trap 'exit 0' TERM; {script}"], **fields}
+
+
+SLEEP = "sleep 3600 & wait"
+
+
+def write_pod(ctx: KubeletContext, pod: dict, filename: str | None = None) -> Path:
+    """Written atomically (a hidden file, renamed), so no kubelet reads half a file."""
+    path = ctx.manifests / (filename or f"{pod['metadata']['name']}.yaml")
+    hidden = ctx.manifests / f".{path.name}.tmp"
+    hidden.write_text(yaml.safe_dump(pod, sort_keys=False))
+    os.replace(hidden, path)
+    return path
+
+
+# ---------------------------------------------------------------- what Docker and /pods say
+
+def containers_of(ctx: KubeletContext, pod: str, name: str | None = None, running: bool = False) -> list:
+    """The pod's Docker containers on this node (of one container name), oldest first."""
+    labels = [f"{NODE_LABEL}={ctx.node_name}", f"{POD_LABEL}={pod}"]
+    if name:
+        labels.append(f"{CONTAINER_LABEL}={name}")
+    found = ctx.docker.containers.list(all=not running, filters={"label": labels}, ignore_removed=True)
+    return sorted(found, key=lambda c: c.attrs["Created"])
+
+
+def running_one(ctx: KubeletContext, pod: str, name: str):
+    """The running container of that name, when exactly one runs."""
+    found = containers_of(ctx, pod, name, running=True)
+    return found[0] if len(found) == 1 else None
+
+
+def describe(ctx: KubeletContext, pod: str) -> str:
+    found = containers_of(ctx, pod)
+    if not found:
+        return f"Docker has no container labelled {NODE_LABEL}={ctx.node_name}, {POD_LABEL}={pod}"
+    return "Docker has " + ", ".join(f"{c.labels.get(CONTAINER_LABEL, '?')} ({c.status})" for c in found)
+
+
+def wait_running(ctx: KubeletContext, pod: str, name: str, timeout: float = START, hint: Hint | None = None):
+    return ctx.wait_until(lambda: running_one(ctx, pod, name),
+                          expected=f"one running container of pod {pod}, labelled {CONTAINER_LABEL}={name}",
+                          happened=lambda: describe(ctx, pod), timeout=timeout, hint=hint)
+
+
+def listed_pods(ctx: KubeletContext) -> dict[str, dict]:
+    """name -> pod, from the kubelet's /pods."""
+    body = requests.get(f"http://127.0.0.1:{ctx.port}/pods", timeout=5).json()
+    return {pod["metadata"]["name"]: pod for pod in body["items"]}
+
+
+def pod_answer(ctx: KubeletContext, name: str) -> str:
+    try:
+        pod = listed_pods(ctx).get(name)
+    except (requests.RequestException, ValueError) as error:
+        return f"GET /pods failed: {type(error).__name__}"
+    return f"/pods says {pod.get('status')!r}" if pod else f"/pods does not list {name}"
+
+
+def logs(container) -> str:
+    return container.logs().decode(errors="replace")
+
+
+def started_at(container) -> float:
+    head, _, fraction = container.attrs["State"]["StartedAt"].rstrip("Z").partition(".")
+    return datetime.fromisoformat(head + "+00:00").timestamp() + float(f"0.{fraction or 0}")
+
+
+# ---------------------------------------------------------------- the stages
+
+def stage_runs_a_pod(ctx: KubeletContext) -> None:
+    """One manifest, one container: it runs, labelled, with its command, args and env."""
+    ctx.start_mine()
+    write_pod(ctx, pod_manifest("hello", container("app", f"echo hello from $GREETING; {SLEEP}",
+                                                  env=[{"name": "GREETING", "value": ctx.node_name}])))
+    app = wait_running(ctx, "hello", "app", hint=PAUSE)
+    if app.attrs["Config"]["Image"] != "busybox:1.35":
+        raise StageFailure("the container to run the pod's image, busybox:1.35",
+                           f"it runs {app.attrs['Config']['Image']}", PAUSE)
+    ctx.wait_until(lambda: f"hello from {ctx.node_name}" in logs(app),
+                   expected=f'the container to print "hello from {ctx.node_name}": `command` is the '
+                            "ENTRYPOINT, `args` the CMD, and GREETING in its environment",
+                   happened=lambda: f"its output is {logs(app)!r}", timeout=10, hint=PAUSE)
+
+
+def stage_pause_container(ctx: KubeletContext) -> None:
+    """Two containers and a pause container; both join its network."""
+    ctx.start_mine()
+    write_pod(ctx, pod_manifest("pair", container("web", SLEEP), container("sidecar", SLEEP)))
+    apps = {name: wait_running(ctx, "pair", name) for name in ("web", "sidecar")}
+    # The apps join the pause container's namespace, so it starts first:
+    # by now it runs (a few seconds' grace for a kubelet that starts it alongside).
+    pause = wait_running(ctx, "pair", "POD", timeout=5, hint=PAUSE)
+    if pause.attrs["Config"]["Image"] != PAUSE_IMAGE:
+        raise StageFailure(f"the pause container to run {PAUSE_IMAGE}", f"it runs {pause.attrs['Config']['Image']}")
+    for name, app in apps.items():
+        mode = app.attrs["HostConfig"]["NetworkMode"]
+        if mode != f"container:{pause.id}":
+            raise StageFailure(f"{name} in the pause container's network namespace "
+                               f"(network mode container:{pause.id[:12]}...)", f"its network mode is {mode!r}")
+
+
+def stage_pods_port(ctx: KubeletContext) -> None:
+    """GET /pods: each pod with its phase, IP and container states."""
+    ctx.start_mine()
+    write_pod(ctx, pod_manifest("web", container("app", SLEEP)))
+    write_pod(ctx, pod_manifest("one-shot", container("job", "echo done"), restart_policy="Never"))
+    wait_running(ctx, "web", "app")
+    pause = wait_running(ctx, "web", "POD")
+    pod = ctx.wait_until(lambda: listed_pods(ctx).get("web", {}).get("status", {}).get("phase") == "Running"
+                         and listed_pods(ctx)["web"],
+                         expected="GET /pods to list pod web, whose container runs, with status.phase Running",
+                         happened=lambda: pod_answer(ctx, "web"), timeout=10, hint=STATUS)
+    ip = pause.attrs["NetworkSettings"]["IPAddress"]
+    if pod["status"].get("podIP") != ip:
+        raise StageFailure(f"web's status.podIP to be its pause container's IP, {ip}",
+                           f"it is {pod['status'].get('podIP')!r}", STATUS)
+    statuses = pod["status"].get("containerStatuses") or [{}]
+    seen = {key: statuses[0].get(key) for key in ("name", "ready", "restartCount")}
+    if len(statuses) != 1 or seen != {"name": "app", "ready": True, "restartCount": 0} \
+            or "running" not in (statuses[0].get("state") or {}):
+        raise StageFailure('web\'s containerStatuses to be one, with name "app", ready true, restartCount 0 '
+                           'and a "running" state', f"they are {pod['status'].get('containerStatuses')}", STATUS)
+    done = ctx.wait_until(lambda: listed_pods(ctx).get("one-shot", {}).get("status", {}).get("phase") == "Succeeded"
+                          and listed_pods(ctx)["one-shot"],
+                          expected="pod one-shot (restartPolicy Never, its container exits 0) to be Succeeded",
+                          happened=lambda: pod_answer(ctx, "one-shot"), timeout=START, hint=STATUS)
+    ended = ((done["status"].get("containerStatuses") or [{}])[0].get("state") or {}).get("terminated") or {}
+    if (ended.get("exitCode"), ended.get("reason")) != (0, "Completed"):
+        raise StageFailure('one-shot\'s container state to be "terminated" with exitCode 0 and reason "Completed"',
+                           f"it is {done['status']['containerStatuses'][0].get('state')}", STATUS)
+
+
+def stage_deleted_manifest(ctx: KubeletContext) -> None:
+    """A manifest removed: its pod's containers go, the others stay; also when
+    it was removed while the kubelet was down."""
+    first = ctx.start_mine()
+    gone = write_pod(ctx, pod_manifest("gone", container("app", SLEEP)))
+    write_pod(ctx, pod_manifest("kept", container("app", SLEEP)))
+    wait_running(ctx, "gone", "app")
+    kept_app = wait_running(ctx, "kept", "app")
+    gone.unlink()
+    ctx.wait_until(lambda: not containers_of(ctx, "gone"),
+                   expected="every container of pod gone, its pause container too, removed once its manifest is",
+                   happened=lambda: describe(ctx, "gone"), timeout=15)
+    if running_one(ctx, "kept", "app") is None or running_one(ctx, "kept", "app").id != kept_app.id:
+        raise StageFailure("pod kept's container to keep running untouched", describe(ctx, "kept"))
+    later = write_pod(ctx, pod_manifest("later", container("app", SLEEP)))
+    wait_running(ctx, "later", "app")
+    first.kill()                               # kill -9: nothing is left of it but Docker's labels
+    later.unlink()                             # removed while no kubelet runs
+    ctx.start_mine()
+    ctx.wait_until(lambda: not containers_of(ctx, "later"),
+                   expected="a restarted kubelet to remove pod later, whose manifest was deleted while it was down "
+                            "(what runs is in Docker's labels, not in the kubelet's memory)",
+                   happened=lambda: describe(ctx, "later"), timeout=START, hint=STOP)
+    if running_one(ctx, "kept", "app") is None or running_one(ctx, "kept", "app").id != kept_app.id:
+        raise StageFailure("pod kept's container to keep running through the kubelet's restart, not replaced",
+                           describe(ctx, "kept"), STOP)
+
+
+def stage_restart_policy(ctx: KubeletContext) -> None:
+    """Always restarts a killed container; OnFailure only a failed one; Never none."""
+    ctx.start_mine()
+    write_pod(ctx, pod_manifest("always", container("app", SLEEP)))
+    write_pod(ctx, pod_manifest("retry", container("app", "sleep 1; exit 3"), restart_policy="OnFailure"))
+    write_pod(ctx, pod_manifest("finished", container("app", "exit 0"), restart_policy="OnFailure"))
+    write_pod(ctx, pod_manifest("never", container("app", "exit 1"), restart_policy="Never"))
+    for pod in ("finished", "never"):         # ran once, and ended
+        ctx.wait_until(lambda: any(c.status == "exited" for c in containers_of(ctx, pod, "app")),
+                       expected=f"pod {pod}'s container to run and exit",
+                       happened=lambda: describe(ctx, pod), timeout=START, hint=MORE_PODS)
+    killed = wait_running(ctx, "always", "app")
+    killed.kill()
+    ctx.wait_until(lambda: (running_one(ctx, "always", "app") or killed).id != killed.id,
+                   expected="pod always (restartPolicy Always) to get a new running container after `docker kill`",
+                   happened=lambda: describe(ctx, "always"), timeout=15, hint=KILL)
+    ctx.wait_until(lambda: len(containers_of(ctx, "retry", "app")) >= 2,
+                   expected="pod retry (restartPolicy OnFailure, exits 3) to be started again",
+                   happened=lambda: describe(ctx, "retry"), timeout=15, hint=MORE_PODS)
+    for pod, why in (("finished", "OnFailure, and it exited 0"), ("never", "Never, though it exited 1")):
+        made = containers_of(ctx, pod, "app")
+        if len(made) != 1 or made[0].status != "exited":
+            raise StageFailure(f"pod {pod} to have one exited container, never restarted (restartPolicy {why})",
+                               describe(ctx, pod), MORE_PODS)
+    restarts = listed_pods(ctx)["always"]["status"]["containerStatuses"][0]["restartCount"]
+    if restarts != 1:
+        raise StageFailure("/pods to say pod always's container restarted once (restartCount 1)",
+                           f"its restartCount is {restarts}", KILL)
+
+
+def stage_backoff(ctx: KubeletContext) -> None:
+    """A container that crashes every second: restarts spaced by 3 s, then 6 s."""
+    ctx.start_mine()
+    write_pod(ctx, pod_manifest("crasher", container("app", "sleep 1; exit 3")))
+    starts: dict[str, float] = {}
+
+    def four_starts() -> bool:
+        for found in containers_of(ctx, "crasher", "app"):
+            if found.attrs["State"]["StartedAt"][:4] not in ("0001", ""):
+                starts[found.id] = started_at(found)
+        return len(starts) >= 4
+    ctx.wait_until(four_starts, expected="pod crasher (restartPolicy Always, exits after 1 s) started 4 times",
+                   happened=lambda: f"it started {len(starts)} times", timeout=START + 30, hint=BACKOFF)
+    times = sorted(starts.values())[:4]
+    waits = [round(later - earlier - 1, 1) for earlier, later in zip(times, times[1:])]   # less its 1 s run
+    if waits[1] < BACKOFF_INITIAL - 0.5 or waits[2] < 2 * BACKOFF_INITIAL - 0.5:
+        raise StageFailure(f"a back-off between crashes: the second restart {BACKOFF_INITIAL} s after the crash "
+                           f"(--backoff-initial), the third {2 * BACKOFF_INITIAL} s (it doubles)",
+                           f"the restarts came {waits[0]} s, {waits[1]} s and {waits[2]} s after each crash")
+
+
+def stage_edited_manifest(ctx: KubeletContext) -> None:
+    """An edited manifest: the changed container is replaced, in the same pod."""
+    ctx.start_mine()
+    pod = pod_manifest("edited", container("app", SLEEP, env=[{"name": "VERSION", "value": "one"}]),
+                       container("other", SLEEP))
+    write_pod(ctx, pod)
+    first = wait_running(ctx, "edited", "app")
+    other = wait_running(ctx, "edited", "other")
+    pause = wait_running(ctx, "edited", "POD")
+    pod["spec"]["containers"][0]["env"][0]["value"] = "two"
+    write_pod(ctx, pod)
+
+    def replaced():
+        now = running_one(ctx, "edited", "app")
+        return now if now and now.id != first.id and "VERSION=two" in now.attrs["Config"]["Env"] else None
+    ctx.wait_until(replaced, expected="pod edited's app container replaced by one with VERSION=two, "
+                                      "once the manifest says so",
+                   happened=lambda: describe(ctx, "edited"), timeout=15, hint=DECIDE)
+    for name, before in (("other", other), ("POD", pause)):
+        now = running_one(ctx, "edited", name)
+        if now is None or now.id != before.id:
+            raise StageFailure(f"{name} to keep running untouched: its spec did not change, and the pod keeps "
+                               "its pause container (and its IP)", describe(ctx, "edited"), DECIDE)
+
+
+STAGES = [
+    Stage(1, "runs a pod's container from a manifest", stage_runs_a_pod, GIVE),
+    Stage(2, "the pause container: one network for the pod", stage_pause_container, ONE_NETWORK),
+    Stage(3, "/pods: what runs, with its status", stage_pods_port, ASK),
+    Stage(4, "a deleted manifest removes its pod, also while the kubelet was down", stage_deleted_manifest, DELETE),
+    Stage(5, "restartPolicy: Always, OnFailure, Never", stage_restart_policy, KILL),
+    Stage(6, "crash-loop back-off", stage_backoff, BACKOFF),
+    Stage(7, "an edited manifest replaces the changed container", stage_edited_manifest, DECIDE),
+]
