@@ -90,6 +90,10 @@ class Metrics:
             "by verb, group, version, resource, scope and component: open watches and log streams.",
             ("verb", "group", "version", "resource", "subresource", "scope", "component"),
             registry=self.registry)
+        self.storage = Histogram(
+            "etcd_request_duration_seconds", "Storage request latency in seconds for each operation and "
+            "object type: Kubernetes' name, whichever store runs (the JSON files or etcd).",
+            ("operation", "type"), buckets=DURATION_BUCKETS, registry=self.registry)
         self.registry.register(StoredObjects(store))
         ProcessCollector(registry=self.registry)          # process_cpu_seconds_total, memory, open fds
         # Looking a series up by its labels is most of the cost of counting a
@@ -151,10 +155,39 @@ def serve_metrics():
 
 def install(app) -> None:
     """Count every request: call before any other hooks are installed, so
-    `start` runs first and `finish` last, whatever the others refuse."""
-    app.extensions["metrics"] = Metrics(app.extensions["apiserver"].store)
+    `start` runs first and `finish` last, whatever the others refuse. The
+    store the requests use is timed too."""
+    server = app.extensions["apiserver"]
+    app.extensions["metrics"] = metrics = Metrics(server.store)
+    server.store = TimedStore(server.store, metrics.storage)
     app.before_request(start)
     app.after_request(finish)
+
+
+class TimedStore:
+    """The store, with each read and write timed (a write's time includes
+    waiting for the disk, or for etcd's majority). Everything else passes
+    through untouched."""
+    TIMED = ("get", "list", "create", "update", "delete")
+
+    def __init__(self, store, histogram: Histogram):
+        self._store, self._histogram = store, histogram
+        self._series: dict[tuple[str, str], object] = {}
+
+    def __getattr__(self, name: str):
+        found = getattr(self._store, name)
+        if name not in self.TIMED:
+            return found
+
+        def timed(resource, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return found(resource, *args, **kwargs)
+            finally:
+                key = (name, str(resource))
+                series = self._series.get(key) or self._series.setdefault(key, self._histogram.labels(*key))
+                series.observe(time.perf_counter() - started)
+        return timed
 
 
 def start() -> None:

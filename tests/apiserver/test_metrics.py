@@ -77,6 +77,26 @@ def test_every_request_has_a_duration(client):
         "0.005", "0.025", "1.0", "60.0", "+Inf"}      # Kubernetes' buckets
 
 
+def test_store_calls_are_timed_per_operation_and_kind(client):
+    """etcd_request_duration_seconds{operation, type}: what the store costs a
+    request, apart from the rest of the request's time."""
+    namespace = unique("ns")
+    assert client.post("/api/v1/namespaces", {"metadata": {"name": namespace}}).status_code == 201
+    path = f"/api/v1/namespaces/{namespace}/secrets"
+    before = scrape(client)
+    assert client.post(path, {"metadata": {"name": "s"}}).status_code == 201
+    assert client.patch(f"{path}/s", {"data": {"a": "Yg=="}}).status_code == 200
+    assert client.delete(f"{path}/s").status_code == 200
+    after = scrape(client)
+
+    def timed(operation: str) -> float:
+        labels = {"operation": operation, "type": "secrets"}
+        return (value(after, "etcd_request_duration_seconds_count", **labels)
+                - value(before, "etcd_request_duration_seconds_count", **labels))
+    assert timed("create") == 1 and timed("update") == 1 and timed("delete") == 1
+    assert value(after, "etcd_request_duration_seconds_sum", operation="create", type="secrets") > 0
+
+
 def test_made_up_paths_share_one_series(client):
     for path in ("/nothing/here", "/nor/here", "/api/v1/nosuchkind"):
         assert client.get(path).status_code == 404
