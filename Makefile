@@ -98,6 +98,10 @@ test-04: venv ## chapter 04: every controller's decisions as tables, and end to 
 lesson-04: venv images ## run chapter 04's README as a lesson, command by command
 	$(PYTEST) tests/lessons/test_lessons.py -k 04-controllers
 
+.PHONY: stage-04
+stage-04: venv ## chapter 04, build it yourself: grade your ReplicaSet controller stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 04 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
+
 bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rolled, writes per replica, idle requests (ARGS="--replicas 30": quick)
 	$(PY) 04-controllers/bench.py $(ARGS)
 

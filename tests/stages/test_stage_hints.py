@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 
 import apiserver_stages
+import controller_stages
 import scheduler_stages
 from splice import functions
 from stage_runner import ROOT, Hint
 
 STAGE_MODULES = [apiserver_stages, scheduler_stages]
+STAGE_MODULES.append(controller_stages)
 STARTERS = [ROOT / "02-apiserver" / "build-it-yourself" / "apiserver.py",
             ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py"]
+STARTERS.append(ROOT / "04-controllers" / "build-it-yourself" / "replicaset_controller.py")
 HEADING = re.compile(r"^#+ (.+?)\s*$", re.M)
 
 
