@@ -111,6 +111,10 @@ test-05: venv images ## chapter 05: the pod network, services, DNS and the final
 lesson-05: venv images ## run chapter 05's three parts as a lesson, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 05-proxy-dns
 
+.PHONY: stage-05
+stage-05: venv ## chapter 05, build it yourself: grade your cluster DNS stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 05 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
+
 bench-05: venv images ## (root) chapter 05 benchmark: pod-to-pod throughput and latency vs node-to-node, time for a joining node's routes
 	$(PY) 05-proxy-dns/benchmarks/bench_network.py $(ARGS)
 

@@ -10,15 +10,18 @@ import pytest
 
 import apiserver_stages
 import controller_stages
+import dns_stages
 import scheduler_stages
 from splice import functions
 from stage_runner import ROOT, Hint
 
 STAGE_MODULES = [apiserver_stages, scheduler_stages]
 STAGE_MODULES.append(controller_stages)
+STAGE_MODULES.append(dns_stages)
 STARTERS = [ROOT / "02-apiserver" / "build-it-yourself" / "apiserver.py",
             ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py"]
 STARTERS.append(ROOT / "04-controllers" / "build-it-yourself" / "replicaset_controller.py")
+STARTERS.append(ROOT / "05-proxy-dns" / "build-it-yourself" / "cluster_dns.py")
 HEADING = re.compile(r"^#+ (.+?)\s*$", re.M)
 
 
