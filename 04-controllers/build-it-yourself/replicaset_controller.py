@@ -84,8 +84,9 @@ def pod_from_template(rs: dict) -> dict:
 def pods_to_delete(pods: list[dict], count: int) -> list[dict]:
     # TODO(stage 3): the `count` least useful pods, to delete when there
     # are too many: not scheduled (no spec.nodeName) before scheduled, not
-    # ready (is_ready) before ready, newer (metadata.creationTimestamp)
-    # before older. Lesson: "The ReplicaSet" in 04-controllers/build-it.md.
+    # ready (is_ready) before ready, then newer (metadata.creationTimestamp)
+    # before older: the stage checks the ready pods stay; the rest is the
+    # lesson's order. Lesson: "The ReplicaSet" in 04-controllers/build-it.md.
     return []
 
 
