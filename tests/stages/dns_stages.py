@@ -97,7 +97,7 @@ def ask(ctx: WithDNS, name: str, rdtype: str = "A", tcp: bool = False) -> Answer
     query = dns.message.make_query(name, rdtype)
     try:
         send = dns.query.tcp if tcp else dns.query.udp
-        return Answer(send(query, "127.0.0.1", port=ctx.port, timeout=1))
+        return Answer(send(query, "127.0.0.1", port=ctx.port, timeout=0.5))
     except (dns.exception.DNSException, OSError) as error:
         return Answer(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
 
