@@ -21,7 +21,6 @@ from stage_runner import Hint, Stage, StageFailure, WithAPIServer
 
 PART2 = "05-proxy-dns/lesson-2-services.md"
 NAMES = Hint("Names: cluster DNS", PART2)
-CLUSTER_IP = Hint("An address nobody owns", PART2)
 
 NAMESPACE = "shop"
 
@@ -187,5 +186,5 @@ STAGES = [
     Stage(2, "NXDOMAIN for no such name, NODATA for no such record", stage_nxdomain_nodata, NAMES),
     Stage(3, "a headless Service answers with its ready pods", stage_headless, NAMES),
     Stage(4, "SRV records for named ports", stage_srv, NAMES),
-    Stage(5, "PTR: from a cluster IP back to its name", stage_ptr, CLUSTER_IP),
+    Stage(5, "PTR: from a cluster IP back to its name", stage_ptr, NAMES),
 ]
