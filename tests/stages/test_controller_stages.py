@@ -58,8 +58,10 @@ def test_a_stage_fails_a_controller_without_what_it_grades(tmp_path, number):
 MISTAKES = [
     (1, "leaves out blockOwnerDeletion", '"controller": True, "blockOwnerDeletion": True}\n    return',
      '"controller": True}\n    return'),
-    (3, "deletes in list order", "return sorted(newest_first, key=lambda pod: (bool(pod[\"spec\"].get(\"nodeName\")), "
-     "is_ready(pod)))[:count]", "return pods[:count]"),
+    (3, "deletes in list order",
+     "return sorted(newest_first, key=lambda pod: (bool(pod[\"spec\"].get(\"nodeName\")), "
+     "is_ready(pod)))[:count]",
+     "return pods[:count]"),
     (4, "counts pods being deleted", 'and not pod["metadata"].get("deletionTimestamp")', ""),
     (5, "never releases", "self.set_owners(pod, [ref for ref in refs if ref.get(\"uid\") != rs[\"metadata\"][\"uid\"]])",
      "ours.append(pod)"),
