@@ -63,8 +63,8 @@ MISTAKES = [
      "is_ready(pod)))[:count]",
      "return pods[:count]"),
     (4, "counts pods being deleted", 'and not pod["metadata"].get("deletionTimestamp")', ""),
-    (5, "never releases", "self.set_owners(pod, [ref for ref in refs if ref.get(\"uid\") != rs[\"metadata\"][\"uid\"]])",
-     "ours.append(pod)"),
+    (5, "never releases",
+     'self.set_owners(pod, [ref for ref in refs if ref.get("uid") != rs["metadata"]["uid"]])', "ours.append(pod)"),
 ]
 
 
