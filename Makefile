@@ -107,6 +107,10 @@ test-04: venv ## chapter 04: every controller's decisions as tables, and end to 
 lesson-04: venv images ## run chapter 04's README as a lesson, command by command
 	$(PYTEST) tests/lessons/test_lessons.py -k 04-controllers
 
+.PHONY: stage-04
+stage-04: venv ## chapter 04, build it yourself: grade your ReplicaSet controller stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 04 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
+
 bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rolled, writes per replica, idle requests (ARGS="--replicas 30": quick)
 	$(PY) 04-controllers/bench.py $(ARGS)
 
@@ -115,6 +119,10 @@ test-05: venv images ## chapter 05: the pod network, services, DNS and the final
 
 lesson-05: venv images ## run chapter 05's three parts as a lesson, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 05-proxy-dns
+
+.PHONY: stage-05
+stage-05: venv ## chapter 05, build it yourself: grade your cluster DNS stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 05 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
 bench-05: venv images ## (root) chapter 05 benchmark: pod-to-pod throughput and latency vs node-to-node, time for a joining node's routes
 	$(PY) 05-proxy-dns/benchmarks/bench_network.py $(ARGS)

@@ -19,6 +19,9 @@ CHAPTERS = {
     "01": ("Chapter 01: the kubelet", "kubelet_stages", "01-kubelet/build-it-yourself/kubelet.py"),
     "02": ("Chapter 02: the API server", "apiserver_stages", "02-apiserver/build-it-yourself/apiserver.py"),
     "03": ("Chapter 03: the scheduler", "scheduler_stages", "03-scheduler/build-it-yourself/scheduler.py"),
+    "04": ("Chapter 04: a ReplicaSet controller", "controller_stages",
+           "04-controllers/build-it-yourself/replicaset_controller.py"),
+    "05": ("Chapter 05: cluster DNS", "dns_stages", "05-proxy-dns/build-it-yourself/cluster_dns.py"),
 }
 
 
