@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 bench-04 test-05 lesson-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -107,7 +107,6 @@ test-04: venv ## chapter 04: every controller's decisions as tables, and end to 
 lesson-04: venv images ## run chapter 04's README as a lesson, command by command
 	$(PYTEST) tests/lessons/test_lessons.py -k 04-controllers
 
-.PHONY: stage-04
 stage-04: venv ## chapter 04, build it yourself: grade your ReplicaSet controller stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
 	@$(PY) tests/stages/run.py 04 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
@@ -120,7 +119,6 @@ test-05: venv images ## chapter 05: the pod network, services, DNS and the final
 lesson-05: venv images ## run chapter 05's three parts as a lesson, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 05-proxy-dns
 
-.PHONY: stage-05
 stage-05: venv ## chapter 05, build it yourself: grade your cluster DNS stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
 	@$(PY) tests/stages/run.py 05 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
