@@ -246,11 +246,11 @@ def test_kubectl_run_it_rm_is_a_shell_that_goes_away(cluster):
 # --- port-forward ------------------------------------------------------------------------
 
 class PortForward:
-    def __init__(self, cluster: Cluster, remote: int, websockets: bool = True):
+    def __init__(self, cluster: Cluster, remote: int, websockets: bool = True, target: str = "pod/web"):
         self.port = free_port()
         self.out = cluster.tmp / f"port-forward-{self.port}.log"
         env = {**cluster.k.env, "KUBECTL_PORT_FORWARD_WEBSOCKETS": "true" if websockets else "false"}
-        self.process = subprocess.Popen(cluster.k.argv("port-forward", "pod/web", f"{self.port}:{remote}"),
+        self.process = subprocess.Popen(cluster.k.argv("port-forward", target, f"{self.port}:{remote}"),
                                         stdout=open(self.out, "wb"), stderr=subprocess.STDOUT, env=env)
         wait_for(lambda: b"Forwarding from 127.0.0.1" in self.out.read_bytes() or self.process.poll() is not None,
                  30, what="kubectl port-forward to listen")
@@ -289,6 +289,28 @@ def test_port_forward_carries_concurrent_requests_and_50_mb(cluster, big_file, w
     finally:
         printed = forward.stop()
     assert printed.count("Handling connection for") == 11
+
+
+def test_port_forward_to_a_service_reaches_one_of_its_pods(cluster):
+    """kubectl itself turns svc/NAME into a pod: it reads the Service, lists
+    the pods its selector picks, and maps the Service's port to the
+    container port (here 8080 to the named port `http`, 80)."""
+    labelled = {**WEB, "ports": [{"name": "http", "containerPort": 80}]}
+    body = {"metadata": {"name": "behind", "labels": {"app": "behind"}},
+            "spec": {"nodeName": cluster.kubelet.node_name, "terminationGracePeriodSeconds": 1,
+                     "containers": [labelled]}}
+    assert cluster.api.post("/api/v1/namespaces/default/pods", body).status_code == 201
+    wait_for(lambda: running(cluster.api, "behind"), 60, what="pod behind running")
+    service = {"metadata": {"name": "front"}, "spec": {"selector": {"app": "behind"},
+                                                       "ports": [{"port": 8080, "targetPort": "http"}]}}
+    assert cluster.api.post("/api/v1/namespaces/default/services", service).status_code == 201
+    forward = PortForward(cluster, 8080, target="svc/front")
+    try:
+        answer = requests.get(forward.url("/"), timeout=30)
+        assert (answer.status_code, answer.text) == (200, "hello\n")
+    finally:
+        printed = forward.stop()
+    assert f"Forwarding from 127.0.0.1:{forward.port} -> 80" in printed
 
 
 def test_port_forward_to_a_closed_port_says_why(cluster):
