@@ -67,7 +67,11 @@ def node_allocatable(node: dict) -> dict[str, int]:
 def node_ready(pod: dict, node: dict, node_pods: list[dict]) -> list[str]:
     # TODO(stage 4): a node whose Ready condition is not "True" gets no
     # pods: "node(s) were not ready" (a node with no Ready condition at all
-    # is not ready either: no kubelet has reported). Lesson: "The scheduling cycle" (the
+    # is not ready either: no kubelet has reported). The kubelet reports
+    # it in status.conditions, a list of
+    # {"type": "Ready", "status": "True", "reason": "KubeletReady", ...}
+    # beside MemoryPressure, DiskPressure and PIDPressure (`kubectl get
+    # node NAME -o yaml` shows them). Lesson: "The scheduling cycle" (the
     # NodeConditions filter) in 03-scheduler/lesson-1-how-it-schedules.md.
     return []
 
@@ -86,6 +90,9 @@ def taint_toleration(pod: dict, node: dict, node_pods: list[dict]) -> list[str]:
     # Exists (the value does not matter; an empty key with Exists tolerates
     # every taint), or operator Equal, the default, with the same key and
     # value. Else: f"node(s) had untolerated taint {{{key}: {value}}}".
+    # The shapes: spec.taints is [{"key": "dedicated", "value": "lesson", "effect":
+    # "NoSchedule"}], spec.tolerations is [{"key": "dedicated", "operator":
+    # "Equal", "value": "lesson", "effect": "NoSchedule"}] (manifests/tolerant.yaml).
     # Lesson: "11. A taint and a toleration" in lesson-2-run-the-scheduler.md.
     return []
 
@@ -117,7 +124,8 @@ FILTERS = [node_ready, node_unschedulable, taint_toleration, node_selector, reso
 def least_allocated(pod: dict, node: dict, node_pods: list[dict]) -> int:
     # TODO(stage 6): 0-100, higher for the node with more room left once
     # the pod is on it: for cpu and memory, (allocatable - requested) * 100
-    # // allocatable, averaged. (The lesson's scorer counts a container
+    # // allocatable, averaged, where requested is what node_pods request
+    # *plus this pod* (without it, two empty nodes of different sizes tie). (The lesson's scorer counts a container
     # with no requests as 100m cpu and 200Mi: optional here.) Lesson: "A
     # score: the emptiest node" in lesson-1-how-it-schedules.md.
     return 0

@@ -76,6 +76,9 @@ def pod_from_template(rs: dict) -> dict:
     # metadata.generateName "<rs name>-". And whose it is: one entry in
     # metadata.ownerReferences with the ReplicaSet's apiVersion, kind,
     # name and uid, controller: True and blockOwnerDeletion: True.
+    # (The informer fills in rs["apiVersion"] and rs["kind"], which a list
+    # leaves out. Its objects are its cache's own: copy what you take from
+    # rs, never change rs itself.)
     # Lesson: "5. A ReplicaSet" in 04-controllers/lesson-1-run-the-controllers.md
     # and "The idea" (owner references) in 04-controllers/README.md.
     raise NotImplementedError("pod_from_template() is yours to write: see TODO(stage 1)")

@@ -98,8 +98,16 @@ def wait_for_pods(ctx: WithAPIServer, app: str, count: int, *, why: str, timeout
     """Wait until exactly `count` active pods of app=<app> exist."""
     return ctx.wait_until(lambda: len(pods_of(ctx, app)) == count and pods_of(ctx, app),
                           expected=f"{count} pods of ReplicaSet {app} ({why})",
-                          happened=lambda: f"there are {len(pods_of(ctx, app))}: {names(pods_of(ctx, app))}",
-                          timeout=timeout, hint=hint)
+                          happened=lambda: counted(ctx, app), timeout=timeout, hint=hint)
+
+
+def counted(ctx: WithAPIServer, app: str) -> str:
+    """What the stage sees: the active pods, and the others named with why they do not count."""
+    active = pods_of(ctx, app)
+    others = [p for p in pods_of(ctx, app, active_only=False) if p not in active]
+    why = [f"{p['metadata']['name']}: " + ("being deleted" if p["metadata"].get("deletionTimestamp")
+                                           else f"{p['status']['phase']}, not counted") for p in others]
+    return f"there are {len(active)} active: {names(active)}" + (f" ({'; '.join(why)})" if why else "")
 
 
 _markers = itertools.count(1)
@@ -115,7 +123,7 @@ def then_no_more(ctx: WithAPIServer, app: str, count: int, why: str) -> None:
     have = pods_of(ctx, app)
     if len(have) != count:
         raise StageFailure(f"{count} pods of ReplicaSet {app}, and no more ({why})",
-                           f"there are {len(have)}: {names(have)}")
+                           counted(ctx, app))
 
 
 # ---------------------------------------------------------------- the stages
@@ -212,7 +220,7 @@ def stage_claims(ctx: WithAPIServer) -> None:
     ctx.start_mine()
     ctx.wait_until(lambda: owner_of(ctx, "orphan") == "ReplicaSet/web",
                    expected="pod orphan (app: web, no owner) adopted by ReplicaSet web, whose selector picks it",
-                   happened=lambda: f"its owner is {owner_of(ctx, 'orphan')}; the pods of web are "
+                   happened=lambda: f"its owner is {owner_of(ctx, 'orphan')}; web's selector picks "
                                     f"{names(pods_of(ctx, 'web'))}")
     then_no_more(ctx, "web", 2, "spec.replicas is 2, and the adopted orphan is one of them")
     if owner_of(ctx, "stranger"):

@@ -37,6 +37,7 @@ from common.processes import stop_within
 
 LOG_LINES = 12          # of the learner's log shown under a failure
 COLOURS = re.compile(r"\x1b\[[0-9;]*m")     # terminal colour codes (Flask's log has them)
+LEADING_TIME = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z ")   # our logs' first word
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,18 @@ class Program:
                 env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)})
 
     def log_tail(self, lines: int = LOG_LINES) -> str:
+        """The last lines of the program's log, a run of one repeated line
+        shown once with its count (a loop failing every second says so once)."""
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return "\n".join(COLOURS.sub("", text).splitlines()[-lines:])
+        folded: list[list] = []          # [first line, its text without the time, how many]
+        for line in COLOURS.sub("", text).splitlines():
+            same = LEADING_TIME.sub("", line)
+            if folded and folded[-1][1] == same:
+                folded[-1][2] += 1
+            else:
+                folded.append([line, same, 1])
+        return "\n".join(line if count == 1 else f"{line}  (and {count - 1} more like it)"
+                         for line, _, count in folded[-lines:])
 
     def exited(self) -> int | None:
         return self.process.poll()
@@ -190,7 +201,9 @@ def run_stages(title: str, stages: list[Stage], mine: Path, only: int | None = N
                context_class: type[StageContext] = WithAPIServer, console: Console | None = None) -> list[Result]:
     """Run the stages in order up to the first failure (or only stage `only`),
     printing progress; return what ran."""
-    console = console or Console()
+    # Into a file or a pipe, lines are not wrapped at 80 columns: a hint's
+    # path stays on its line, where a learner (or grep) finds it.
+    console = console or Console(soft_wrap=not sys.stdout.isatty())
     chosen = [s for s in stages if only is None or s.number == only]
     if not chosen:
         raise SystemExit(f"there is no stage {only}: the stages are 1 to {len(stages)}")
