@@ -34,8 +34,9 @@ NAMESPACE = "default"
 # ---------------------------------------------------------------- objects
 
 def node_object(name: str, cpu: str = "2", memory: str = "4Gi", *, labels: dict | None = None,
-                taints: list | None = None, unschedulable: bool = False, ready: str = "True") -> dict:
-    """A Node as a kubelet would register it."""
+                taints: list | None = None, unschedulable: bool = False, ready: str | None = "True") -> dict:
+    """A Node as a kubelet would register it (ready None: no Ready condition
+    at all, a Node no kubelet has reported on)."""
     allocatable = {"cpu": cpu, "memory": memory, "pods": "110"}
     spec: dict = {"taints": taints} if taints else {}
     if unschedulable:
@@ -44,7 +45,7 @@ def node_object(name: str, cpu: str = "2", memory: str = "4Gi", *, labels: dict 
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
             "spec": spec,
             "status": {"capacity": dict(allocatable), "allocatable": allocatable,
-                       "conditions": [{"type": "Ready", "status": ready}]}}
+                       "conditions": [{"type": "Ready", "status": ready}] if ready else []}}
 
 
 def pod_object(name: str, *, cpu: str | None = None, memory: str | None = None, node: str | None = None,
@@ -143,6 +144,9 @@ def stage_cordon(ctx: WithAPIServer) -> None:
     try:
         place_one_by_one(ctx, ["web-4", "web-5", "web-6"], {"node-2"},
                          "node-0's Ready condition is False: no kubelet runs pods there")
+        add_nodes(ctx, node_object("node-00", ready=None))
+        place_one_by_one(ctx, ["web-7", "web-8", "web-9"], {"node-2"},
+                         "node-00 has no Ready condition at all: no kubelet has reported on it")
     except StageFailure as failure:
         failure.hint = CYCLE
         raise
@@ -151,11 +155,21 @@ def stage_cordon(ctx: WithAPIServer) -> None:
 def stage_taints(ctx: WithAPIServer) -> None:
     gpu = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     draining = {"key": "draining", "value": "true", "effect": "NoExecute"}   # a value: Exists must ignore it
-    add_nodes(ctx, node_object("node-1", taints=[gpu]), node_object("node-2", taints=[draining]), node_object("node-3"))
+    spare = {"key": "spare", "value": "yes", "effect": "PreferNoSchedule"}   # a preference, never a refusal
+    add_nodes(ctx, node_object("node-1", taints=[gpu]), node_object("node-2", taints=[draining]),
+              node_object("node-3", taints=[spare]))
     ctx.start_mine()
     place_one_by_one(ctx, ["plain-1", "plain-2", "plain-3", "plain-4"], {"node-3"},
                      "node-1 has the taint dedicated=gpu:NoSchedule and node-2 draining=true:NoExecute; "
-                     "the pods tolerate neither")
+                     "the pods tolerate neither, and node-3's spare=yes:PreferNoSchedule refuses no one")
+    place_one_by_one(ctx, ["effect-1", "effect-2", "effect-3"], {"node-3"},
+                     "the pods tolerate dedicated=gpu with effect NoExecute, not node-1's NoSchedule: "
+                     "a toleration's effect must match the taint's (or be empty)",
+                     tolerations=[{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoExecute"}])
+    place_one_by_one(ctx, ["exists-1", "exists-2", "exists-3"], {"node-2", "node-3"},
+                     "the pods tolerate every taint with the key draining (operator Exists), "
+                     "not node-1's dedicated",
+                     tolerations=[{"key": "draining", "operator": "Exists"}])
     place_one_by_one(ctx, ["gpu-job"], {"node-1"},
                      "the pod tolerates dedicated=gpu:NoSchedule (operator Equal) and selects node-1",
                      nodeSelector={"kubernetes.io/hostname": "node-1"},

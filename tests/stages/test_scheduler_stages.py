@@ -69,6 +69,15 @@ MISTAKES = [
     (2, "forgets the pod's own request", "if wanted > allocatable.get(resource, 0) - used:",
      "if used > allocatable.get(resource, 0):"),
     (5, "treats Exists as Equal", 'if toleration.get("operator") == "Exists":', "if False:"),
+    # Rules the TODOs state that a learner playing the stages found ungraded:
+    (4, "takes a node with no Ready condition for ready", 'conditions.get("Ready") == "True"',
+     'conditions.get("Ready", "True") == "True"'),
+    (5, "ignores a toleration's effect", 'if toleration.get("effect") and toleration["effect"] != taint["effect"]:',
+     "if False:"),
+    (5, "lets Exists match any key", 'return not toleration.get("key") or toleration["key"] == taint["key"]',
+     "return True"),
+    (5, "refuses PreferNoSchedule too", 'if taint["effect"] in ("NoSchedule", "NoExecute") and',
+     "if True and"),
     (8, "does not sort the reasons", "sorted(f'{n} {r}' for r, n in counts.items())",
      "(f'{n} {r}' for r, n in counts.items())"),
 ]
