@@ -17,8 +17,8 @@ waits for its Lease to run out. It prints what runs where and tears it all
 down on Ctrl-C. Kill any one process (`kill PID`) and the cluster goes on;
 see part 8 of chapter 02's README.
 
-The tests (tests/apiserver/test_ha.py) and the benchmark use HAProxy and
-APIServerProcess from here too.
+The tests (tests/apiserver/test_ha.py, test_ha_leaders.py) and the
+benchmarks (bench_etcd.py, bench_ha.py) use its pieces too.
 """
 from __future__ import annotations
 
