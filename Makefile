@@ -146,7 +146,7 @@ kubectl-versions: venv images ## every kubectl 1.27-1.33 on this machine against
 apiserver: venv ## run the API server on 127.0.0.1:8080 with its data in /tmp/groundup-data (DATA=dir to change)
 	$(PY) 02-apiserver/apiserver.py --data-dir $(or $(DATA),/tmp/groundup-data)
 
-ha: venv ## three etcd members, two API servers and HAProxy in front on 127.0.0.1:8080, two schedulers and two controller managers electing leaders (etcd, haproxy: make setup); Ctrl-C stops them
+ha: venv ## three etcd members, two API servers and HAProxy in front on 127.0.0.1:8080, two schedulers and two controller managers electing leaders (etcd, haproxy: make setup; ARGS="--kubelets 2" adds nodes); Ctrl-C stops them
 	$(PY) 02-apiserver/ha_control_plane.py $(ARGS)
 
 certs: venv ## CA, API server certificate, tokens and a kubeconfig per user in .certs/ (MASTER_IP=, MASTER_NAME=, NODES=node1,node2)

@@ -13,9 +13,10 @@ two API servers on them answer the same, since neither keeps anything of
 its own; HAProxy gives clients one address and sends them only to an API
 server whose /readyz says it can reach etcd. Two schedulers and two
 controller managers run with --leader-elect: one of each acts, the other
-waits for its Lease to run out. It prints what runs where and tears it all
-down on Ctrl-C. Kill any one process (`kill PID`) and the cluster goes on;
-see part 8 of chapter 02's README.
+waits for its Lease to run out. `--kubelets N` adds N kubelets (Docker
+needed), nodes ha-node1, ha-node2... It prints what runs where and tears it
+all down on Ctrl-C, the kubelets' containers included. Kill any one process
+(`kill PID`) and the cluster goes on; see part 8 of chapter 02's README.
 
 The tests (tests/apiserver/test_ha.py, test_ha_leaders.py) and the
 benchmarks (bench_etcd.py, bench_ha.py) use its pieces too.
@@ -40,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from etcd_cluster import EtcdCluster, etcd_installed  # noqa: E402
+from common.ports import free_port  # noqa: E402
 from common.processes import stop_within  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -195,6 +197,39 @@ class ElectedComponent:
         return self.process is not None and self.process.poll() is None
 
 
+class Kubelet:
+    """01-kubelet/kubelet.py for one node of our own naming, through HAProxy
+    (`--kubelets N`); its read-only port on a free loopback port."""
+
+    def __init__(self, number: int, node_prefix: str, apiserver: str, directory: Path):
+        self.name, self.node = f"kubelet{number}", f"{node_prefix}{number}"
+        self.port, self.apiserver = free_port(), apiserver
+        self.log_path = Path(directory) / f"{self.name}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "Kubelet":
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "01-kubelet" / "kubelet.py"), "--node-name", self.node,
+             "--apiserver", self.apiserver, "--address", "127.0.0.1", "--read-only-port", str(self.port),
+             "--node-ip", "127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+        log.close()
+        return self
+
+    def remove_containers(self) -> None:
+        """What this node ran goes with it (the kubelet's own --cleanup)."""
+        subprocess.run([sys.executable, str(ROOT / "01-kubelet" / "kubelet.py"), "--cleanup", "--node-name", self.node],
+                       cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def docker_available() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    return subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
 def lease_holder(apiserver: str, lease: str) -> str | None:
     """spec.holderIdentity of kube-system/LEASE, or None (no Lease, no holder, no answer)."""
     try:
@@ -232,7 +267,8 @@ def stop_together(processes: list[subprocess.Popen], grace: float) -> None:
 
 
 class ControlPlane:
-    def __init__(self, directory: Path, port: int, etcd_ports: list[int], apiserver_ports: list[int]):
+    def __init__(self, directory: Path, port: int, etcd_ports: list[int], apiserver_ports: list[int],
+                 kubelets: int = 0, node_prefix: str = "ha-node"):
         self.directory = Path(directory)
         self.etcd = EtcdCluster(self.directory / "etcd", size=len(etcd_ports),
                                 client_ports=etcd_ports, peer_ports=[p + 1 for p in etcd_ports])
@@ -241,6 +277,7 @@ class ControlPlane:
         self.haproxy = HAProxy(port, {s.name: s.port for s in self.apiservers}, self.directory)
         self.components = [ElectedComponent(f"{name}{i}", script, lease, self.haproxy.url, self.directory)
                            for name, script, lease in ELECTED for i in (1, 2)]
+        self.kubelets = [Kubelet(i + 1, node_prefix, self.haproxy.url, self.directory) for i in range(kubelets)]
 
     def start(self) -> "ControlPlane":
         self.etcd.start()
@@ -254,14 +291,16 @@ class ControlPlane:
         for component in firsts:
             component.start()
         wait_until_leading(firsts, timeout=30 + LEASE_DURATION)
-        for component in seconds:
+        for component in seconds + self.kubelets:
             component.start()
         for name, _, pid in self.processes():      # DIR/etcd1.pid: `kill $(cat ...)` one of them
             (self.directory / f"{name}.pid").write_text(f"{pid}\n")
         return self
 
     def stop(self) -> None:
-        stop_together([c.process for c in self.components], grace=5)
+        stop_together([c.process for c in self.components + self.kubelets], grace=5)
+        for kubelet in self.kubelets:
+            kubelet.remove_containers()
         self.haproxy.stop()
         for server in self.apiservers:
             server.stop()
@@ -272,8 +311,9 @@ class ControlPlane:
         rows = [(m.name, m.client_url, m.process.pid) for m in self.etcd.members]
         rows += [(s.name, s.url, s.process.pid) for s in self.apiservers]
         rows += [("haproxy", self.haproxy.url, self.haproxy.process.pid)]
-        return rows + [(c.name, f"leads {c.lease}" if c.leads() else f"waits for {c.lease}", c.process.pid)
-                       for c in self.components]
+        rows += [(c.name, f"leads {c.lease}" if c.leads() else f"waits for {c.lease}", c.process.pid)
+                 for c in self.components]
+        return rows + [(k.name, f"node {k.node}, port {k.port}", k.process.pid) for k in self.kubelets]
 
     def describe(self) -> str:
         return "\n".join(f"  {name:<19}  {what:<33}  {self.directory / name}.pid"
@@ -286,22 +326,31 @@ def main(argv=None) -> int:
     parser.add_argument("--etcd-ports", default="12379,12381,12383",
                         help="the members' client ports (each one's peer port is the next number)")
     parser.add_argument("--apiserver-ports", default="18081,18082")
+    parser.add_argument("--kubelets", type=int, default=0,
+                        help="also run this many kubelets, nodes ha-node1, ha-node2... (needs Docker)")
+    parser.add_argument("--node-prefix", default="ha-node", help="the kubelets' node names: PREFIX1, PREFIX2...")
     parser.add_argument("--dir", help="where data and logs go (default: a new temporary directory, removed at the end)")
     args = parser.parse_args(argv)
     missing = [name for name, there in (("etcd", etcd_installed()), ("haproxy", haproxy_installed())) if not there]
     if missing:
         print(f"error: {' and '.join(missing)} not on PATH: `make setup` (as root) installs them", file=sys.stderr)
         return 1
+    if args.kubelets and not docker_available():
+        print(f"no Docker here: starting no kubelets (--kubelets {args.kubelets} asked for them)", flush=True)
+        args.kubelets = 0
     directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="groundup-ha-"))
     plane = ControlPlane(directory, args.port, [int(p) for p in args.etcd_ports.split(",")],
-                         [int(p) for p in args.apiserver_ports.split(",")])
+                         [int(p) for p in args.apiserver_ports.split(",")], args.kubelets, args.node_prefix)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     try:
         plane.start()
-        print(f"a control plane of {len(plane.etcd.members)} etcd members, {len(plane.apiservers)} API servers, "
-              "2 schedulers and 2 controller managers:")
+        parts = [f"{len(plane.etcd.members)} etcd members", f"{len(plane.apiservers)} API servers",
+                 "2 schedulers", "2 controller managers"]
+        if plane.kubelets:
+            parts.append("1 kubelet" if len(plane.kubelets) == 1 else f"{len(plane.kubelets)} kubelets")
+        print(f"a control plane of {', '.join(parts[:-1])} and {parts[-1]}:")
         print(plane.describe())
         print(f"clients use {plane.haproxy.url} (logs in {directory}); Ctrl-C stops it all", flush=True)
         stopping.wait()

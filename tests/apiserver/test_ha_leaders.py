@@ -89,3 +89,4 @@ def test_the_standby_controller_manager_takes_the_lease_and_runs_the_controllers
     assert api.post("/apis/apps/v1/namespaces/default/replicasets", replicaset).status_code == 201
     wait_for(lambda: len(api.get(PODS, params={"labelSelector": "app=after-handover"}).json()["items"]) == 2,
              timeout=20, what="the new leader's replica set controller to create 2 pods")
+
