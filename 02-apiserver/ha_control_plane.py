@@ -227,7 +227,11 @@ class Kubelet:
 def docker_available() -> bool:
     if shutil.which("docker") is None:
         return False
-    return subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+    try:        # a daemon that does not answer is no Docker either
+        return subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=15).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
 
 
 def lease_holder(apiserver: str, lease: str) -> str | None:
