@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest
 NODES  ?= node1,node2
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -83,6 +83,9 @@ bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and 
 bench-02-etcd: venv ## chapter 02 benchmark: creates, GETs and a 10,000-pod list on the JSON files and on etcd vs etcd's own put rate; failover time through HAProxy (ARGS=--quick)
 	$(PY) 02-apiserver/benchmarks/bench_etcd.py $(ARGS)
 
+bench-02-ha: venv ## chapter 02 benchmark: the scheduler's leader handover time (make ha's timings), watch delivery to 100 watchers on each store (ARGS=--quick)
+	$(PY) 02-apiserver/benchmarks/bench_ha.py $(ARGS)
+
 bench-02-nodes: venv images ## chapter 02 benchmark: 30 pods through the API vs from manifests, API writes per pod, idle kubelet's requests
 	$(PY) 02-apiserver/benchmarks/bench_nodes.py
 
@@ -143,7 +146,7 @@ kubectl-versions: venv images ## every kubectl 1.27-1.33 on this machine against
 apiserver: venv ## run the API server on 127.0.0.1:8080 with its data in /tmp/groundup-data (DATA=dir to change)
 	$(PY) 02-apiserver/apiserver.py --data-dir $(or $(DATA),/tmp/groundup-data)
 
-ha: venv ## three etcd members, two API servers and HAProxy in front on 127.0.0.1:8080 (etcd, haproxy: make setup); Ctrl-C stops them
+ha: venv ## three etcd members, two API servers and HAProxy in front on 127.0.0.1:8080, two schedulers and two controller managers electing leaders (etcd, haproxy: make setup; ARGS="--kubelets 2" adds nodes); Ctrl-C stops them
 	$(PY) 02-apiserver/ha_control_plane.py $(ARGS)
 
 certs: venv ## CA, API server certificate, tokens and a kubeconfig per user in .certs/ (MASTER_IP=, MASTER_NAME=, NODES=node1,node2)

@@ -4,24 +4,28 @@
 
 On this one machine, as three machines would run it:
 
-    kubectl ──► HAProxy :8080 ──┬──► API server :18081 ──┬──► etcd0 :12379
-                 (/readyz)      └──► API server :18082 ──┼──► etcd1 :12381
-                                                         └──► etcd2 :12383
+    kubectl ──────────► HAProxy :8080 ──┬──► API server :18081 ──┬──► etcd0 :12379
+    scheduler1, 2 ────►  (/readyz)      └──► API server :18082 ──┼──► etcd1 :12381
+    controller-manager1, 2 ─┘                                    └──► etcd2 :12383
 
 Three etcd members keep the data (a write needs two of them: a majority);
 two API servers on them answer the same, since neither keeps anything of
 its own; HAProxy gives clients one address and sends them only to an API
-server whose /readyz says it can reach etcd. It prints what runs where and
-tears it all down on Ctrl-C. Kill any one process (`kill PID`) and the
-cluster goes on; see part 8 of chapter 02's README.
+server whose /readyz says it can reach etcd. Two schedulers and two
+controller managers run with --leader-elect: one of each acts, the other
+waits for its Lease to run out. `--kubelets N` adds N kubelets (Docker
+needed), nodes ha-node1, ha-node2... It prints what runs where and tears it
+all down on Ctrl-C, the kubelets' containers included. Kill any one process
+(`kill PID`) and the cluster goes on; see part 8 of chapter 02's README.
 
-The tests (tests/apiserver/test_ha.py) and the benchmark use HAProxy and
-APIServerProcess from here too.
+The tests (tests/apiserver/test_ha.py, test_ha_leaders.py) and the
+benchmarks (bench_etcd.py, bench_ha.py) use its pieces too.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -37,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from etcd_cluster import EtcdCluster, etcd_installed  # noqa: E402
+from common.ports import free_port  # noqa: E402
 from common.processes import stop_within  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -142,39 +147,181 @@ def haproxy_installed() -> bool:
     return shutil.which("haproxy") is not None
 
 
+# Kubernetes' defaults are 15 s, 10 s and 2 s. On one machine we want to
+# watch a handover in seconds. A standby reads the Lease every 1 to 2.2
+# retry periods, so it notices a silent leader at most 4.4 retry periods
+# (1.8 s) after the lease runs out; and the leader still gives up (renew
+# deadline) before the lease does.
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 6.0, 4.0, 0.4
+LEADER_ELECT = ("--leader-elect", "--leader-elect-lease-duration", f"{LEASE_DURATION:g}s",
+                "--leader-elect-renew-deadline", f"{RENEW_DEADLINE:g}s",
+                "--leader-elect-retry-period", f"{RETRY_PERIOD * 1000:g}ms")
+ELECTED = [("scheduler", "03-scheduler/scheduler.py", "kube-scheduler"),
+           ("controller-manager", "04-controllers/controller_manager.py", "kube-controller-manager")]
+IDENTITY = re.compile(r"attempting to acquire leader lease .*identity=(\S+)")
+
+
+class ElectedComponent:
+    """One copy of the scheduler or the controller manager, with
+    --leader-elect, talking to the API servers through HAProxy."""
+
+    def __init__(self, name: str, script: str, lease: str, apiserver: str, directory: Path):
+        self.name, self.script, self.lease, self.apiserver = name, script, lease, apiserver
+        self.log_path = Path(directory) / f"{name}.log"
+        self._log_start = 0                # where this run's part of the log begins
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "ElectedComponent":
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / self.script), "--apiserver", self.apiserver, *LEADER_ELECT],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+        log.close()
+        return self
+
+    def identity(self) -> str | None:
+        """The identity it campaigns under (hostname_uuid), from its log: this run's part."""
+        with open(self.log_path, "rb") as log:
+            log.seek(self._log_start)
+            found = IDENTITY.search(log.read().decode(errors="replace"))
+        return found.group(1) if found else None
+
+    def leads(self) -> bool:
+        identity = self.identity()
+        return identity is not None and lease_holder(self.apiserver, self.lease) == identity
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class Kubelet:
+    """01-kubelet/kubelet.py for one node of our own naming, through HAProxy
+    (`--kubelets N`); its read-only port on a free loopback port."""
+
+    def __init__(self, number: int, node_prefix: str, apiserver: str, directory: Path):
+        self.name, self.node = f"kubelet{number}", f"{node_prefix}{number}"
+        self.port, self.apiserver = free_port(), apiserver
+        self.log_path = Path(directory) / f"{self.name}.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "Kubelet":
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, str(ROOT / "01-kubelet" / "kubelet.py"), "--node-name", self.node,
+             "--apiserver", self.apiserver, "--address", "127.0.0.1", "--read-only-port", str(self.port),
+             "--node-ip", "127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+        log.close()
+        return self
+
+    def remove_containers(self) -> None:
+        """What this node ran goes with it (the kubelet's own --cleanup)."""
+        subprocess.run([sys.executable, str(ROOT / "01-kubelet" / "kubelet.py"), "--cleanup", "--node-name", self.node],
+                       cwd=ROOT, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def docker_available() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:        # a daemon that does not answer is no Docker either
+        return subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=15).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def lease_holder(apiserver: str, lease: str) -> str | None:
+    """spec.holderIdentity of kube-system/LEASE, or None (no Lease, no holder, no answer)."""
+    try:
+        response = requests.get(f"{apiserver}/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/{lease}",
+                                timeout=2)
+        return response.json()["spec"].get("holderIdentity") if response.ok else None
+    except (requests.RequestException, ValueError, KeyError):
+        return None
+
+
+def wait_until_leading(components: list[ElectedComponent], timeout: float) -> None:
+    """Until each holds its Lease. After a restart a Lease may still name a
+    copy that died holding it: then the wait is a lease duration."""
+    deadline = time.monotonic() + timeout
+    while not all(c.leads() for c in components) and time.monotonic() < deadline:
+        for component in components:
+            if not component.running:
+                raise RuntimeError(f"{component.name} exited: see {component.log_path}")
+        time.sleep(0.2)
+
+
+def stop_together(processes: list[subprocess.Popen], grace: float) -> None:
+    """SIGTERM to all at once, so the leaders release their Leases side by
+    side (each needs the API servers still up); SIGKILL whoever is late."""
+    running = [p for p in processes if p is not None and p.poll() is None]
+    for process in running:
+        process.terminate()
+    deadline = time.monotonic() + grace
+    for process in running:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class ControlPlane:
-    def __init__(self, directory: Path, port: int, etcd_ports: list[int], apiserver_ports: list[int]):
+    def __init__(self, directory: Path, port: int, etcd_ports: list[int], apiserver_ports: list[int],
+                 kubelets: int = 0, node_prefix: str = "ha-node"):
         self.directory = Path(directory)
         self.etcd = EtcdCluster(self.directory / "etcd", size=len(etcd_ports),
                                 client_ports=etcd_ports, peer_ports=[p + 1 for p in etcd_ports])
         self.apiservers = [APIServerProcess(f"apiserver{i + 1}", p, self.etcd.client_urls, self.directory)
                            for i, p in enumerate(apiserver_ports)]
         self.haproxy = HAProxy(port, {s.name: s.port for s in self.apiservers}, self.directory)
+        self.components = [ElectedComponent(f"{name}{i}", script, lease, self.haproxy.url, self.directory)
+                           for name, script, lease in ELECTED for i in (1, 2)]
+        self.kubelets = [Kubelet(i + 1, node_prefix, self.haproxy.url, self.directory) for i in range(kubelets)]
 
     def start(self) -> "ControlPlane":
         self.etcd.start()
         for server in self.apiservers:
             server.start()
         self.haproxy.start()
+        # The first copies first, until they lead: then the table says
+        # scheduler1 and controller-manager1 lead, and the lesson knows whom to kill.
+        firsts = [c for c in self.components if c.name.endswith("1")]
+        seconds = [c for c in self.components if c not in firsts]
+        for component in firsts:
+            component.start()
+        wait_until_leading(firsts, timeout=30 + LEASE_DURATION)
+        for component in seconds + self.kubelets:
+            component.start()
         for name, _, pid in self.processes():      # DIR/etcd1.pid: `kill $(cat ...)` one of them
             (self.directory / f"{name}.pid").write_text(f"{pid}\n")
         return self
 
     def stop(self) -> None:
+        stop_together([c.process for c in self.components + self.kubelets], grace=5)
+        for kubelet in self.kubelets:
+            kubelet.remove_containers()
         self.haproxy.stop()
         for server in self.apiservers:
             server.stop()
         self.etcd.stop()
 
     def processes(self) -> list[tuple[str, str, int]]:
-        """(name, URL, process id) of everything running."""
+        """(name, URL or role, process id) of everything running."""
         rows = [(m.name, m.client_url, m.process.pid) for m in self.etcd.members]
         rows += [(s.name, s.url, s.process.pid) for s in self.apiservers]
-        return rows + [("haproxy", self.haproxy.url, self.haproxy.process.pid)]
+        rows += [("haproxy", self.haproxy.url, self.haproxy.process.pid)]
+        rows += [(c.name, f"leads {c.lease}" if c.leads() else f"waits for {c.lease}", c.process.pid)
+                 for c in self.components]
+        return rows + [(k.name, f"node {k.node}, port {k.port}", k.process.pid) for k in self.kubelets]
 
     def describe(self) -> str:
-        return "\n".join(f"  {name:<10}  {url:<22}  {self.directory / name}.pid"
-                         for name, url, _ in self.processes())
+        return "\n".join(f"  {name:<19}  {what:<33}  {self.directory / name}.pid"
+                         for name, what, _ in self.processes())
 
 
 def main(argv=None) -> int:
@@ -183,21 +330,31 @@ def main(argv=None) -> int:
     parser.add_argument("--etcd-ports", default="12379,12381,12383",
                         help="the members' client ports (each one's peer port is the next number)")
     parser.add_argument("--apiserver-ports", default="18081,18082")
+    parser.add_argument("--kubelets", type=int, default=0,
+                        help="also run this many kubelets, nodes ha-node1, ha-node2... (needs Docker)")
+    parser.add_argument("--node-prefix", default="ha-node", help="the kubelets' node names: PREFIX1, PREFIX2...")
     parser.add_argument("--dir", help="where data and logs go (default: a new temporary directory, removed at the end)")
     args = parser.parse_args(argv)
     missing = [name for name, there in (("etcd", etcd_installed()), ("haproxy", haproxy_installed())) if not there]
     if missing:
         print(f"error: {' and '.join(missing)} not on PATH: `make setup` (as root) installs them", file=sys.stderr)
         return 1
+    if args.kubelets and not docker_available():
+        print(f"no Docker here: starting no kubelets (--kubelets {args.kubelets} asked for them)", flush=True)
+        args.kubelets = 0
     directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="groundup-ha-"))
     plane = ControlPlane(directory, args.port, [int(p) for p in args.etcd_ports.split(",")],
-                         [int(p) for p in args.apiserver_ports.split(",")])
+                         [int(p) for p in args.apiserver_ports.split(",")], args.kubelets, args.node_prefix)
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     try:
         plane.start()
-        print(f"a control plane of {len(plane.etcd.members)} etcd members and {len(plane.apiservers)} API servers:")
+        parts = [f"{len(plane.etcd.members)} etcd members", f"{len(plane.apiservers)} API servers",
+                 "2 schedulers", "2 controller managers"]
+        if plane.kubelets:
+            parts.append("1 kubelet" if len(plane.kubelets) == 1 else f"{len(plane.kubelets)} kubelets")
+        print(f"a control plane of {', '.join(parts[:-1])} and {parts[-1]}:")
         print(plane.describe())
         print(f"clients use {plane.haproxy.url} (logs in {directory}); Ctrl-C stops it all", flush=True)
         stopping.wait()

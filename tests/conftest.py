@@ -116,7 +116,8 @@ def etcd(etcd_binary, tmp_path_factory):
 THIS_COMPUTER = ("tests/lessons/", "tests/network/", "tests/test_setup_machine.py",
                  "tests/apiserver/test_kubectl_versions.py")
 DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver/test_pod_log.py",
-          "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/scheduler/test_with_kubelets.py",
+          "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/apiserver/test_ha_kubelets.py",
+          "tests/scheduler/test_with_kubelets.py",
           "tests/stages/test_kubelet_stages.py")
 ONE_AT_A_TIME = THIS_COMPUTER + DOCKER
 

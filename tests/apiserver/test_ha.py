@@ -153,9 +153,11 @@ def test_make_ha_starts_everything_and_ctrl_c_stops_everything(etcd_binary, hapr
          "--etcd-ports", ",".join(map(str, etcd_ports)), "--apiserver-ports", ",".join(map(str, apiserver_ports))],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
-        wait_for(lambda: (tmp_path / "haproxy.pid").exists(), timeout=60, what="the control plane's pid files")
+        wait_for(lambda: (tmp_path / "controller-manager2.pid").exists(), timeout=90,
+                 what="the control plane's pid files")
         pids = [int((tmp_path / f"{name}.pid").read_text()) for name in
-                ("etcd0", "etcd1", "etcd2", "apiserver1", "apiserver2", "haproxy")]
+                ("etcd0", "etcd1", "etcd2", "apiserver1", "apiserver2", "haproxy",
+                 "scheduler1", "scheduler2", "controller-manager1", "controller-manager2")]
         api = Client(f"http://127.0.0.1:{port}")
         assert api.post(CONFIGMAPS, {"metadata": {"name": "through-haproxy"}}).status_code == 201
         plane.send_signal(signal.SIGINT)              # what Ctrl-C sends
@@ -164,6 +166,8 @@ def test_make_ha_starts_everything_and_ctrl_c_stops_everything(etcd_binary, hapr
         if plane.poll() is None:
             plane.kill()
     assert plane.returncode == 0, output
-    assert "a control plane of 3 etcd members and 2 API servers" in output and output.endswith("stopped\n")
+    assert ("a control plane of 3 etcd members, 2 API servers, 2 schedulers and 2 controller managers" in output
+            and output.endswith("stopped\n"))
+    assert "scheduler1 leads kube-scheduler" in " ".join(output.split()), output
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read(), pid

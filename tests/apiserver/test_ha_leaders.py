@@ -1,0 +1,92 @@
+"""The whole HA control plane (`make ha`: ha_control_plane.py on free ports):
+two schedulers and two controller managers elect one leader each through a
+Lease; SIGKILL a leader and the other copy takes its Lease within a lease
+duration and 2 s, and then does the work (binds pods, creates them)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from apiserver_harness import Client
+from ha_control_plane import LEASE_DURATION, ROOT, ElectedComponent, lease_holder
+from polling import free_port, wait_for
+from test_ha import _free_pairs
+
+HANDOVER = LEASE_DURATION + 2          # issue 22's target: a lease duration, then 2 s to notice
+PODS = "/api/v1/namespaces/default/pods"
+
+
+@pytest.fixture(scope="module")
+def plane(etcd_binary, haproxy_binary, tmp_path_factory):
+    """ha_control_plane.py running, as `make ha` runs it; Ctrl-C at the end."""
+    directory = tmp_path_factory.mktemp("ha")
+    port = free_port()
+    output = open(directory / "output.txt", "w")
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "02-apiserver" / "ha_control_plane.py"), "--dir", str(directory),
+         "--port", str(port), "--etcd-ports", ",".join(map(str, _free_pairs(3))),
+         "--apiserver-ports", ",".join(str(free_port()) for _ in range(2))],
+        stdout=output, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        wait_for(lambda: "Ctrl-C stops it all" in (directory / "output.txt").read_text() or process.poll() is not None,
+                 timeout=90, what="the control plane to start")
+        assert process.poll() is None, (directory / "output.txt").read_text()
+        yield directory, f"http://127.0.0.1:{port}"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0, (directory / "output.txt").read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        output.close()
+
+
+def kill_leader_and_time_the_handover(directory, url: str, name: str, lease: str) -> float:
+    # The two copies as ha_control_plane.py started them: their logs tell
+    # their identities (one run per directory: the whole log is this run's).
+    first, second = (ElectedComponent(f"{name}{i}", "", lease, url, directory) for i in (1, 2))
+    wait_for(lambda: first.identity() and second.identity(), timeout=20, what=f"both {name}s campaigning")
+    assert lease_holder(url, lease) == first.identity(), "the first copy started leads"
+    os.kill(int((directory / f"{name}1.pid").read_text()), signal.SIGKILL)
+    killed = time.monotonic()
+    wait_for(lambda: lease_holder(url, lease) == second.identity(), timeout=HANDOVER + 5, interval=0.05,
+             what=f"{name}2 to hold {lease}")
+    return time.monotonic() - killed
+
+
+def test_the_standby_scheduler_takes_the_lease_and_binds_the_next_pod(plane):
+    directory, url = plane
+    took = kill_leader_and_time_the_handover(directory, url, "scheduler", "kube-scheduler")
+    assert took <= HANDOVER, f"the handover took {took:.1f}s"
+    api = Client(url)
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ha-node"},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+    assert api.post("/api/v1/nodes", node).status_code == 201
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "after-handover"},
+           "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}}
+    assert api.post(PODS, pod).status_code == 201
+    wait_for(lambda: api.get(f"{PODS}/after-handover").json()["spec"].get("nodeName") == "ha-node",
+             timeout=20, what="the pod bound by the new leader")
+    assert ": bound node=ha-node" in (directory / "scheduler2.log").read_text()
+
+
+def test_the_standby_controller_manager_takes_the_lease_and_runs_the_controllers(plane):
+    directory, url = plane
+    took = kill_leader_and_time_the_handover(directory, url, "controller-manager", "kube-controller-manager")
+    assert took <= HANDOVER, f"the handover took {took:.1f}s"
+    api = Client(url)
+    labels = {"app": "after-handover"}
+    replicaset = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "after-handover"},
+                  "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                           "template": {"metadata": {"labels": labels},
+                                        "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}}}}
+    assert api.post("/apis/apps/v1/namespaces/default/replicasets", replicaset).status_code == 201
+    wait_for(lambda: len(api.get(PODS, params={"labelSelector": "app=after-handover"}).json()["items"]) == 2,
+             timeout=20, what="the new leader's replica set controller to create 2 pods")
+
