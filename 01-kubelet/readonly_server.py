@@ -72,7 +72,11 @@ def only_the_api_server_or_this_machine():
     comes from its own address on the Docker bridge), gets a 401. Exec,
     attach and port-forward are the API server's alone, loopback or not."""
     expected = current_app.config["CLIENT_TOKEN"]
-    local = from_this_machine(request.remote_addr) and not request.path.startswith(streaming.PATHS)
+    into_pods = request.path.startswith(streaming.PATHS)
+    if into_pods and expected is None:      # no token to check: nobody may, rather than everybody
+        return status_error(401, "Unauthorized", "exec, attach and port-forward are the API server's alone: "
+                                                 "start the kubelet with --authentication-token-file")
+    local = from_this_machine(request.remote_addr) and not into_pods
     if expected is None or request.path == "/healthz" or local:
         return None
     scheme, _, presented = request.headers.get("Authorization", "").partition(" ")

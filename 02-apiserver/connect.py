@@ -120,13 +120,17 @@ def open_upgrade(base: str, path: str, node_name: str) -> tuple[socket.socket, b
     headers = {name: request.headers[name] for name in UPGRADE_HEADERS if name in request.headers}
     headers.update(kubelet_credentials(), Host=address.netloc)
     lines = [f"{request.method} {path} HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()]
-    kubelet.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
     received = b""
-    while b"\r\n\r\n" not in received and len(received) < HEAD_LIMIT:
-        chunk = kubelet.recv(HEAD_LIMIT)
-        if not chunk:
-            break
-        received += chunk
+    try:
+        kubelet.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        while b"\r\n\r\n" not in received and len(received) < HEAD_LIMIT:
+            chunk = kubelet.recv(HEAD_LIMIT)
+            if not chunk:
+                break
+            received += chunk
+    except OSError as error:                    # a timeout too: a kubelet that took the call and went quiet
+        kubelet.close()
+        raise api_errors.APIError(504, "Timeout", f"the kubelet of node {node_name} did not answer: {error}") from None
     head, _, rest = received.partition(b"\r\n\r\n")
     if not head.startswith(b"HTTP/1.1 "):
         kubelet.close()

@@ -14,8 +14,9 @@ ordinary connection from the bridge's gateway. Kubernetes' runtimes
 localhost:port there, which also reaches a server bound to 127.0.0.1 in
 the pod; ours does not (that would take a helper process in the sandbox's
 namespace, such as `nsenter` or an exec of `nc`, which busybox images have
-but others do not). A pod without an IP (hostNetwork) is reached on
-127.0.0.1, which is the same machine.
+but others do not). A hostNetwork pod is reached at the node's address,
+since its network is the node's; a pod whose IP is not known yet is
+refused (server.py), never sent to this node's 127.0.0.1.
 """
 from __future__ import annotations
 
@@ -72,6 +73,18 @@ class Forward:
         except OSError:
             pass
 
+    def end(self) -> None:
+        """The client is gone, or reset the stream: end the connection to the
+        pod. shutdown() first: a close() alone neither wakes the thread
+        blocked in recv() nor tells the pod (no FIN), so both would stay."""
+        self.to_pod.put(None)
+        if self.sock:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.sock.close()
+
     def _close(self) -> None:
         """Half-close both streams (FIN), as Kubernetes' kubelet does when the pod's side ends."""
         self.session.send(spdy.Data(self.data_id, b"", fin=True))
@@ -87,7 +100,7 @@ class Session:
     end) and send(*parts): a raw socket, or a WebSocket carrying SPDY."""
 
     def __init__(self, transport, pod_ip: str, pod_name: str, pod_uid: str):
-        self.transport, self.pod_ip, self.pod_name, self.pod_uid = transport, pod_ip or "127.0.0.1", pod_name, pod_uid
+        self.transport, self.pod_ip, self.pod_name, self.pod_uid = transport, pod_ip, pod_name, pod_uid
         self.framer = spdy.Framer()
         self._send_lock = threading.Lock()
         self.pairs: dict[str, Forward] = {}          # requestid -> its forward
@@ -114,9 +127,7 @@ class Session:
             self.send(spdy.GoAway(0, 1))
         finally:
             for forward in list(self.by_stream.values()):
-                forward.to_pod.put(None)
-                if forward.sock:
-                    forward.sock.close()
+                forward.end()
 
     def _handle(self, frame) -> None:
         if isinstance(frame, spdy.SynStream):
@@ -131,9 +142,7 @@ class Session:
         elif isinstance(frame, spdy.RstStream):
             forward = self.by_stream.get(frame.stream_id)
             if forward:
-                forward.to_pod.put(None)
-                if forward.sock:
-                    forward.sock.close()
+                forward.end()
         elif isinstance(frame, spdy.Ping):
             self.send(frame)                      # answered with the same id
         # SETTINGS, WINDOW_UPDATE, HEADERS, GOAWAY: nothing to do (see spdy.py)

@@ -81,20 +81,31 @@ class Session:
     # [START exec-keystroke-in]
     def _from_client(self) -> None:
         """Client -> process: stdin bytes, terminal resizes, stdin's end."""
-        while (message := self.ws.receive()) is not None:
-            if not message:
-                continue
-            channel, data = message[0], message[1:]
-            if channel == STDIN and self.options.stdin:
-                self.docker.sock.sendall(data)             # a keystroke, into docker exec's stdin
-            elif channel == RESIZE:
-                size = json.loads(data)
-                self.runtime.resize(self.exec_id, self.container_id, size["Width"], size["Height"])
-            elif channel == CLOSE and data[:1] == bytes([STDIN]):
-                self.docker.sock.shutdown(socket.SHUT_WR)   # EOF: `cat` ends, `sh` exits
-        # kubectl has gone (or said goodbye): stop waiting for the process's output.
-        _shut(self.docker.sock)
+        try:
+            while (message := self.ws.receive()) is not None:
+                if not message:
+                    continue
+                channel, data = message[0], message[1:]
+                if channel == STDIN and self.options.stdin:
+                    self.docker.sock.sendall(data)             # a keystroke, into docker exec's stdin
+                elif channel == RESIZE:
+                    self._resize(data)
+                elif channel == CLOSE and data[:1] == bytes([STDIN]):
+                    self.docker.sock.shutdown(socket.SHUT_WR)   # EOF: `cat` ends, `sh` exits
+        except OSError:
+            pass                                   # the process's side is closed: nothing to write to
+        finally:
+            # kubectl has gone (or said goodbye): stop waiting for the process's output.
+            _shut(self.docker.sock)
     # [END exec-keystroke-in]
+
+    def _resize(self, data: bytes) -> None:
+        """A terminal's new size, {"Width": 100, "Height": 30}; a malformed one is ignored, not fatal."""
+        try:
+            size = json.loads(data)
+            self.runtime.resize(self.exec_id, self.container_id, int(size["Width"]), int(size["Height"]))
+        except (ValueError, KeyError, TypeError, docker.errors.APIError):
+            pass
 
     # [START exec-keystroke-out]
     def _relay(self, raw: bool) -> None:

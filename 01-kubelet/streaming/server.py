@@ -55,7 +55,9 @@ def _running_container(namespace: str, pod_name: str, container_name: str):
     if pod is None:
         return None, status_error(404, "NotFound", f'pod "{pod_name}" not found in namespace "{namespace}" '
                                                    "on this node")
-    if container_name not in [c["name"] for c in pod["spec"]["containers"]]:
+    # An init container too: a sidecar runs all along (a finished one is not running, below).
+    named = pod["spec"]["containers"] + (pod["spec"].get("initContainers") or [])
+    if container_name not in [c["name"] for c in named]:
         return None, status_error(400, "BadRequest", f'container not found ("{container_name}")')
     running = next((c for c in containers if c.name == container_name and c.running), None)
     if running is None:
@@ -116,13 +118,13 @@ def remote_command_without_websocket(namespace: str, pod_name: str, container_na
 @bp.get("/portForward/<namespace>/<pod_name>", websocket=True)
 def port_forward_websocket(namespace: str, pod_name: str):
     """kubectl 1.31+: SPDY frames inside WebSocket binary messages."""
-    pod, error = _pod_to_forward_to(namespace, pod_name)
+    pod, pod_ip, error = _pod_to_forward_to(namespace, pod_name)
     if error:
         return error
     if _websocket_protocol([PORT_FORWARD_WEBSOCKET]) is None:
         return status_error(400, "BadRequest", f"the WebSocket subprotocol must be {PORT_FORWARD_WEBSOCKET}")
     ws = WebSocket.accept(request.environ, PORT_FORWARD_WEBSOCKET)
-    _forward(pod, MessageStream(ws))
+    _forward(pod, pod_ip, MessageStream(ws))
     ws.close()
     return StreamEnded()
 
@@ -130,7 +132,7 @@ def port_forward_websocket(namespace: str, pod_name: str):
 @bp.route("/portForward/<namespace>/<pod_name>", methods=["GET", "POST"])
 def port_forward_spdy(namespace: str, pod_name: str):
     """Older kubectl, or kubectl's fallback: an HTTP upgrade to SPDY itself."""
-    pod, error = _pod_to_forward_to(namespace, pod_name)
+    pod, pod_ip, error = _pod_to_forward_to(namespace, pod_name)
     if error:
         return error
     if request.headers.get("Upgrade", "").lower() != "spdy/3.1":
@@ -140,23 +142,29 @@ def port_forward_spdy(namespace: str, pod_name: str):
     sock.settimeout(None)
     sock.sendall(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
                  b"X-Stream-Protocol-Version: " + PORT_FORWARD_SPDY.encode() + b"\r\n\r\n")
-    _forward(pod, SocketStream(sock, request.environ["wsgi.input"]))
+    _forward(pod, pod_ip, SocketStream(sock, request.environ["wsgi.input"]))
     return StreamEnded()
 
 
 def _pod_to_forward_to(namespace: str, pod_name: str):
     pod, containers = current_app.config["KUBELET"].find_pod(namespace, pod_name)
     if pod is None:
-        return None, status_error(404, "NotFound", f'pod "{pod_name}" not found in namespace "{namespace}" '
+        return None, "", status_error(404, "NotFound", f'pod "{pod_name}" not found in namespace "{namespace}" '
                                                    "on this node")
-    if not any(c.name == cfg.SANDBOX_NAME and c.running for c in containers) and not pod["spec"].get("hostNetwork"):
-        return None, status_error(400, "BadRequest", f"pod {pod_name} has no running sandbox to forward to")
-    return pod, None
-
-
-def _forward(pod: dict, transport) -> None:
     kubelet = current_app.config["KUBELET"]
+    if pod["spec"].get("hostNetwork"):
+        return pod, kubelet.host_ip, None          # the node's own network: its address, as the pod's
+    if not any(c.name == cfg.SANDBOX_NAME and c.running for c in containers):
+        return None, "", status_error(400, "BadRequest", f"pod {pod_name} has no running sandbox to forward to")
     pod_ip = kubelet.pod_ips.get(pod["metadata"]["uid"], "")
+    if not pod_ip:
+        # Never a fallback to this node's 127.0.0.1: the API server's
+        # insecure port and this port's loopback trust listen there.
+        return None, "", status_error(400, "BadRequest", f"pod {pod_name} has no IP yet: try again in a moment")
+    return pod, pod_ip, None
+
+
+def _forward(pod: dict, pod_ip: str, transport) -> None:
     port_forward.Session(transport, pod_ip, f"{pod['metadata']['name']}_{pod['metadata']['namespace']}",
                          pod["metadata"]["uid"]).run()
 

@@ -31,6 +31,9 @@ VERSION = 3
 SYN_STREAM, SYN_REPLY, RST_STREAM, SETTINGS, PING, GOAWAY, HEADERS, WINDOW_UPDATE = 1, 2, 3, 4, 6, 7, 8, 9
 FLAG_FIN = 0x01
 MAX_DATA = (1 << 24) - 1
+# A header block decompresses to at most this: kubectl's are a few hundred
+# bytes, and a small compressed block must not expand into gigabytes.
+MAX_HEADER_BYTES = 64 * 1024
 # RST_STREAM status codes
 PROTOCOL_ERROR, INVALID_STREAM, REFUSED_STREAM, CANCEL, INTERNAL_ERROR = 1, 2, 3, 5, 6
 
@@ -259,6 +262,11 @@ class Framer:
 
     def _read_headers(self, compressed: bytes) -> dict[str, str]:
         try:
-            return _parse_header_block(self._decompress.decompress(compressed))
+            block = self._decompress.decompress(compressed, MAX_HEADER_BYTES)
+            if self._decompress.unconsumed_tail:
+                raise ProtocolError(f"a header block larger than {MAX_HEADER_BYTES} bytes")
+            return _parse_header_block(block)
         except zlib.error as error:
             raise ProtocolError(f"cannot decompress a header block: {error}") from None
+        except UnicodeDecodeError:
+            raise ProtocolError("a header name or value is not UTF-8") from None

@@ -31,6 +31,11 @@ def protocols_offered(environ) -> list[str]:
     return [p.strip() for p in environ.get("HTTP_SEC_WEBSOCKET_PROTOCOL", "").split(",") if p.strip()]
 
 
+# The largest message we hold (kubectl sends stdin and port-forward data in
+# pieces of 32 KB at most): a peer announcing more is closed with 1009.
+MAX_MESSAGE = 16 * 1024 * 1024
+
+
 class WebSocket:
     """Binary messages over one accepted connection. send() may be called
     from several threads; receive() from one."""
@@ -72,6 +77,9 @@ class WebSocket:
                 if isinstance(event, (BytesMessage, TextMessage)):
                     data = event.data if isinstance(event, BytesMessage) else event.data.encode()
                     self._partial += data
+                    if len(self._partial) > MAX_MESSAGE:    # kubectl's are a few KB: refuse to hoard
+                        self.close(1009)                    # "message too big"
+                        return None
                     if event.message_finished:
                         message, self._partial = bytes(self._partial), bytearray()
                         return message

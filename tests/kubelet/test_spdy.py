@@ -67,3 +67,25 @@ def test_an_unknown_version_or_a_broken_header_block_is_a_protocol_error():
         spdy.Framer().feed(bytes.fromhex("80020006" "00000004" "00000002"))
     with pytest.raises(spdy.ProtocolError, match="cannot decompress"):
         spdy.Framer().feed(bytes.fromhex("80030002" "00000008" "00000001" "deadbeef"))
+
+
+def syn_stream_with_block(block: bytes) -> bytes:
+    """A SYN_STREAM whose header block is `block`, compressed as kubectl would."""
+    compressor = zlib.compressobj(zdict=spdy.DICTIONARY)
+    compressed = compressor.compress(block) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    payload = struct.pack(">IIBB", 1, 0, 0, 0) + compressed
+    return struct.pack(">HHI", 0x8003, 1, len(payload)) + payload
+
+
+def test_a_header_block_that_expands_too_far_is_refused_not_decompressed():
+    # 20 MB of one header value compresses to ~20 KB: a bomb, refused at 64 KB.
+    value = b"\0" * 20_000_000
+    block = struct.pack(">I", 1) + struct.pack(">I", 4) + b"port" + struct.pack(">I", len(value)) + value
+    with pytest.raises(spdy.ProtocolError, match="larger than 65536 bytes"):
+        spdy.Framer().feed(syn_stream_with_block(block))
+
+
+def test_a_header_that_is_not_utf8_is_a_protocol_error():
+    block = struct.pack(">I", 1) + struct.pack(">I", 4) + b"port" + struct.pack(">I", 2) + b"\xff\xfe"
+    with pytest.raises(spdy.ProtocolError, match="not UTF-8"):
+        spdy.Framer().feed(syn_stream_with_block(block))
