@@ -141,9 +141,11 @@ def token_review():
     token is an answer (authenticated false), not an error."""
     _authorize_review("authentication.k8s.io", "tokenreviews")
     review = _json_body()
-    token = (review.get("spec") or {}).get("token")
+    spec = review.get("spec")
+    token = spec.get("token") if isinstance(spec, dict) else None
     if not isinstance(token, str) or not token:
-        raise api_errors.invalid(registry.lookup("authentication.k8s.io", "v1", "tokenreviews"), "TokenReview", "", [field_errors.required("spec.token")])
+        raise api_errors.invalid(registry.lookup("authentication.k8s.io", "v1", "tokenreviews"), "TokenReview",
+                                 "", [field_errors.required("spec.token")])
     status: dict = {"authenticated": False, "user": {}}
     try:
         user = server().authenticator(_Presented(token))

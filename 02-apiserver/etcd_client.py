@@ -54,6 +54,17 @@ class EtcdUnavailable(EtcdError):
     """No member answered, or none could reach a majority."""
 
 
+class EtcdUnknownOutcome(EtcdError):
+    """A write whose answer never came: it may or may not have happened."""
+
+
+def _never_sent(error: requests.RequestException) -> bool:
+    """No connection was made, so the request surely did nothing. A reset or
+    a read timeout after sending is no such proof."""
+    return isinstance(error, requests.ConnectTimeout) or (
+        isinstance(error, requests.ConnectionError) and "NewConnectionError" in repr(error))
+
+
 class Compacted(EtcdError):
     """The revision asked for is older than etcd's compaction: its history is gone."""
 
@@ -99,8 +110,12 @@ class EtcdClient:
         return session
 
     def call(self, path: str, body: dict, stream: bool = False) -> requests.Response | dict:
-        """POST one request, trying each member in turn while none answers."""
+        """POST one request, trying each member in turn while none answers.
+        A write (a txn) is tried again only when it surely did not happen
+        (no connection, no leader): after a timeout it may have committed,
+        and doing it twice could be a 409 for the client's own create."""
         failures = []
+        write = path == "kv/txn"
         for attempt in range(len(self.endpoints)):
             index = (self._current + attempt) % len(self.endpoints)
             url = self.endpoints[index] + "/v3/" + path
@@ -108,11 +123,16 @@ class EtcdClient:
                 response = self._session().post(url, data=json.dumps(body), stream=stream,
                                                 timeout=(CONNECT_TIMEOUT, None if stream else REQUEST_TIMEOUT))
             except requests.RequestException as error:
+                if write and not _never_sent(error):
+                    raise EtcdUnknownOutcome(f"etcd did not say whether the write happened: {self.endpoints[index]}: "
+                                             f"{type(error).__name__}") from None
                 failures.append(f"{self.endpoints[index]}: {type(error).__name__}")
                 continue
             answer = response if stream and response.ok else _json(response)
             if isinstance(answer, dict) and "error" in answer:
                 code = int(answer.get("code", 0))
+                if write and "timed out" in answer["error"]:
+                    raise EtcdUnknownOutcome(f"etcd did not say whether the write happened: {answer['error']}")
                 if code == _UNAVAILABLE or "timed out" in answer["error"] or "no leader" in answer["error"]:
                     failures.append(f"{self.endpoints[index]}: {answer['error']}")
                     continue                  # another member may still have a majority

@@ -40,7 +40,7 @@ import time
 import api_errors
 import registry
 from common.log import get_logger
-from etcd_client import Compacted, EtcdClient, EtcdError, EtcdUnavailable, decode, encode
+from etcd_client import Compacted, EtcdClient, EtcdError, EtcdUnavailable, EtcdUnknownOutcome, decode, encode
 from file_store import StoreError
 from watch_cache import Event, WatchCache
 
@@ -333,9 +333,17 @@ def etcd_errors():
         yield
     except EtcdUnavailable as error:
         raise api_errors.APIError(503, "ServiceUnavailable", f"storage unavailable: {error}") from None
+    except EtcdUnknownOutcome as error:
+        # Kubernetes says the same (a 504 Timeout): read the object again to know.
+        raise api_errors.APIError(504, "Timeout", f"{error}; read the object again to see") from None
     except Compacted:
         # Only a later page of a list reads an old revision: Kubernetes' words for it.
         raise api_errors.gone("The provided continue parameter is too old to display a consistent list "
                               "result. You can start a new list without the continue parameter.") from None
     except EtcdError as error:
+        if "future revision" in str(error):
+            # Only a `continue` token can ask for a revision etcd has not
+            # reached: one made up, or from another cluster.
+            raise api_errors.bad_request("invalid continue token: pass the metadata.continue of the "
+                                         "previous page") from None
         raise api_errors.internal(f"etcd: {error}") from None

@@ -112,7 +112,7 @@ def _continue_token() -> tuple[int, tuple]:
         rv, after = state["rv"], tuple(state["start"])
     except (ValueError, TypeError, KeyError):
         rv, after = None, ()
-    if not isinstance(rv, int) or rv < 0 or len(after) != 2 or not all(isinstance(part, str) for part in after):
+    if type(rv) is not int or rv < 0 or len(after) != 2 or not all(isinstance(part, str) for part in after):
         raise api_errors.bad_request("invalid continue token: pass the metadata.continue of the previous page")
     return rv, after
 

@@ -2,6 +2,8 @@
 on each store (the JSON files, etcd)."""
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 
 import pytest
@@ -202,6 +204,22 @@ def test_pagination_with_limit_and_continue(api, namespace):
         assert page["metadata"]["remainingItemCount"] == 7 - len(seen)
     assert seen == [f"c{i}" for i in range(7)]
     assert api.get(path, params={"continue": "garbage"}).status_code == 400
+
+
+def test_a_forged_continue_token_is_a_400_not_a_500(api, namespace):
+    """A token is the client's to send back unchanged; one made up is its mistake."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "only"}})
+
+    def token(state) -> str:
+        return base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
+    for forged in ({"rv": True, "start": [namespace, "a"]}, {"rv": -1, "start": [namespace, "a"]},
+                   {"rv": 1, "start": [namespace]}, ["not", "an", "object"]):
+        answer = api.get(path, params={"limit": 1, "continue": token(forged)})
+        assert answer.status_code == 400 and "invalid continue token" in answer.json()["message"], forged
+    # A revision from the future: etcd cannot serve it (400); the JSON files page what they have.
+    answer = api.get(path, params={"limit": 1, "continue": token({"rv": 10 ** 9, "start": [namespace, "a"]})})
+    assert answer.status_code in (200, 400), answer.text
 
 
 def test_finalizers_keep_an_object_until_cleared(api, namespace):
