@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
 from apiserver_harness import Client
-from ha_control_plane import LEASE_DURATION, ROOT, ElectedComponent, lease_holder
-from polling import free_port, wait_for
-from test_ha import _free_pairs
+from ha_control_plane import LEASE_DURATION, ElectedComponent, lease_holder
+from ha_plane import running_plane
+from polling import wait_for
 
 HANDOVER = LEASE_DURATION + 2          # issue 22's target: a lease duration, then 2 s to notice
 PODS = "/api/v1/namespaces/default/pods"
@@ -24,26 +22,8 @@ PODS = "/api/v1/namespaces/default/pods"
 @pytest.fixture(scope="module")
 def plane(etcd_binary, haproxy_binary, tmp_path_factory):
     """ha_control_plane.py running, as `make ha` runs it; Ctrl-C at the end."""
-    directory = tmp_path_factory.mktemp("ha")
-    port = free_port()
-    output = open(directory / "output.txt", "w")
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "02-apiserver" / "ha_control_plane.py"), "--dir", str(directory),
-         "--port", str(port), "--etcd-ports", ",".join(map(str, _free_pairs(3))),
-         "--apiserver-ports", ",".join(str(free_port()) for _ in range(2))],
-        stdout=output, stderr=subprocess.STDOUT, cwd=ROOT)
-    try:
-        wait_for(lambda: "Ctrl-C stops it all" in (directory / "output.txt").read_text() or process.poll() is not None,
-                 timeout=90, what="the control plane to start")
-        assert process.poll() is None, (directory / "output.txt").read_text()
-        yield directory, f"http://127.0.0.1:{port}"
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0, (directory / "output.txt").read_text()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        output.close()
+    with running_plane(tmp_path_factory.mktemp("ha")) as running:
+        yield running
 
 
 def kill_leader_and_time_the_handover(directory, url: str, name: str, lease: str) -> float:
