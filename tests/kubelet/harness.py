@@ -119,7 +119,9 @@ class Kubelet:
         filters = {"label": [f"{NODE_LABEL}={self.node_name}"]}
         if pod:
             filters["label"].append(f"io.kubernetes.pod.name={pod}")
-        return self.docker.containers.list(all=all, filters=filters)
+        # ignore_removed: one removed between Docker's list and the SDK's
+        # inspect of it is gone, not an error (a cleanup once failed on that).
+        return self.docker.containers.list(all=all, filters=filters, ignore_removed=True)
 
     def container(self, pod: str, name: str):
         """The running Docker container of one of the pod's containers."""

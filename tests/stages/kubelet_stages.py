@@ -71,7 +71,8 @@ class KubeletContext(StageContext):
 
     def close(self) -> None:
         super().close()
-        for container in self.docker.containers.list(all=True, filters={"label": f"{NODE_LABEL}={self.node_name}"}):
+        mine = {"label": f"{NODE_LABEL}={self.node_name}"}
+        for container in self.docker.containers.list(all=True, filters=mine, ignore_removed=True):
             remove_eventually(container)
         for volume in self.docker.volumes.list(filters={"label": f"{NODE_LABEL}={self.node_name}"}):
             remove_eventually(volume)
@@ -134,7 +135,7 @@ def containers_of(ctx: KubeletContext, pod: str, name: str | None = None, runnin
     labels = [f"{NODE_LABEL}={ctx.node_name}", f"{POD_LABEL}={pod}"]
     if name:
         labels.append(f"{CONTAINER_LABEL}={name}")
-    found = ctx.docker.containers.list(all=not running, filters={"label": labels}, ignore_removed=True)
+    found = ctx.docker.containers.list(ignore_removed=True, all=not running, filters={"label": labels}, ignore_removed=True)
     return sorted(found, key=lambda c: c.attrs["Created"])
 
 
