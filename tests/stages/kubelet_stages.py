@@ -135,7 +135,7 @@ def containers_of(ctx: KubeletContext, pod: str, name: str | None = None, runnin
     labels = [f"{NODE_LABEL}={ctx.node_name}", f"{POD_LABEL}={pod}"]
     if name:
         labels.append(f"{CONTAINER_LABEL}={name}")
-    found = ctx.docker.containers.list(ignore_removed=True, all=not running, filters={"label": labels}, ignore_removed=True)
+    found = ctx.docker.containers.list(all=not running, filters={"label": labels}, ignore_removed=True)
     return sorted(found, key=lambda c: c.attrs["Created"])
 
 
