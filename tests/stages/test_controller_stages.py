@@ -58,10 +58,13 @@ def test_a_stage_fails_a_controller_without_what_it_grades(tmp_path, number):
 MISTAKES = [
     (1, "leaves out blockOwnerDeletion", '"controller": True, "blockOwnerDeletion": True}\n    return',
      '"controller": True}\n    return'),
-    (3, "deletes in list order",
+    # Deleting in list order is caught only by chance (the list is sorted by
+    # the pods' random names: 1 time in 6 it deletes the two not ready), so
+    # the mistake graded here is its sure-to-fail cousin: the ready ones first.
+    (3, "deletes the ready pods first",
      "return sorted(newest_first, key=lambda pod: (bool(pod[\"spec\"].get(\"nodeName\")), "
      "is_ready(pod)))[:count]",
-     "return pods[:count]"),
+     "return sorted(pods, key=lambda pod: not is_ready(pod))[:count]"),
     (4, "counts pods being deleted", 'and not pod["metadata"].get("deletionTimestamp")', ""),
     (5, "never releases",
      'self.set_owners(pod, [ref for ref in refs if ref.get("uid") != rs["metadata"]["uid"]])', "ours.append(pod)"),
