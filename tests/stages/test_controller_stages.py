@@ -59,8 +59,8 @@ MISTAKES = [
     (1, "leaves out blockOwnerDeletion", '"controller": True, "blockOwnerDeletion": True}\n    return',
      '"controller": True}\n    return'),
     # Deleting in list order is caught only by chance (the list is sorted by
-    # the pods' random names: 1 time in 6 it deletes the two not ready), so
-    # the mistake graded here is its sure-to-fail cousin: the ready ones first.
+    # the pods' random names: 1 time in 70 it deletes the four not ready),
+    # so the mistake graded here is its sure-to-fail cousin: the ready ones first.
     (3, "deletes the ready pods first",
      "return sorted(newest_first, key=lambda pod: (bool(pod[\"spec\"].get(\"nodeName\")), "
      "is_ready(pod)))[:count]",
