@@ -13,14 +13,13 @@ that reboots; the cluster's majority decides whether writes go on.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import requests
 
 from common.ports import free_port
-from common.processes import stop_within
+from common.processes import LoggedProcess
 
 ETCD = "etcd"
 
@@ -29,14 +28,12 @@ def etcd_installed() -> bool:
     return shutil.which(ETCD) is not None
 
 
-class EtcdMember:
+class EtcdMember(LoggedProcess):
     def __init__(self, name: str, directory: Path, client_port: int = 0, peer_port: int = 0):
-        self.name = name
+        super().__init__(name, Path(directory) / f"{name}.log")
         self.data_dir = Path(directory) / name
-        self.log_path = Path(directory) / f"{name}.log"
         self.client_port = client_port or free_port()
         self.peer_port = peer_port or free_port()
-        self.process: subprocess.Popen | None = None
 
     @property
     def client_url(self) -> str:
@@ -47,8 +44,7 @@ class EtcdMember:
         return f"http://127.0.0.1:{self.peer_port}"
 
     def start(self, initial_cluster: str) -> None:
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
+        self.spawn(
             [ETCD, "--name", self.name, "--data-dir", str(self.data_dir),
              "--listen-client-urls", self.client_url, "--advertise-client-urls", self.client_url,
              "--listen-peer-urls", self.peer_url, "--initial-advertise-peer-urls", self.peer_url,
@@ -59,22 +55,7 @@ class EtcdMember:
              # come, so an API server whose keys did not change knows it is
              # current (Kubernetes asks on its open watch instead, which the
              # JSON gateway cannot; etcd's default is every 10 minutes).
-             "--experimental-watch-progress-notify-interval", "1s"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self) -> None:
-        if self.running:
-            stop_within(self.process, 10)
-
-    def kill(self) -> None:
-        if self.running:
-            self.process.kill()
-            self.process.wait()
+             "--experimental-watch-progress-notify-interval", "1s"])
 
     def answers(self) -> bool:
         """It serves reads that need a majority (a linearizable range)."""

@@ -24,7 +24,6 @@ benchmarks (bench_etcd.py, bench_ha.py) use its pieces too.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import signal
@@ -42,30 +41,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from etcd_cluster import EtcdCluster, etcd_installed  # noqa: E402
 from common.ports import free_port  # noqa: E402
-from common.processes import stop_within  # noqa: E402
+from common.processes import LoggedProcess  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-class APIServerProcess:
+class APIServerProcess(LoggedProcess):
     """apiserver.py on the insecure port, its objects in etcd."""
 
     def __init__(self, name: str, port: int, etcd_servers: str, directory: Path, *flags: str):
-        self.name, self.port, self.etcd_servers = name, port, etcd_servers
+        super().__init__(name, Path(directory) / f"{name}.log")
+        self.port, self.etcd_servers = port, etcd_servers
         self.url = f"http://127.0.0.1:{port}"
-        self.log_path = Path(directory) / f"{name}.log"
         self.flags = list(flags)
-        self.process: subprocess.Popen | None = None
 
     def start(self, timeout: float = 30) -> "APIServerProcess":
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, str(HERE / "apiserver.py"), "--storage-backend", "etcd3",
-             "--etcd-servers", self.etcd_servers, "--port", str(self.port), *self.flags],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-        log.close()
+        self.spawn([sys.executable, str(HERE / "apiserver.py"), "--storage-backend", "etcd3",
+                    "--etcd-servers", self.etcd_servers, "--port", str(self.port), *self.flags], cwd=ROOT)
         deadline = time.monotonic() + timeout
         while not self.ready():
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -78,19 +71,6 @@ class APIServerProcess:
             return requests.get(self.url + "/readyz", timeout=2).status_code == 200
         except requests.RequestException:
             return False
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def stop(self) -> None:
-        if self.running:
-            stop_within(self.process, 10)
-
-    def kill(self) -> None:
-        if self.running:
-            self.process.kill()
-            self.process.wait()
 
 
 # [START haproxy-config]
@@ -113,20 +93,16 @@ def haproxy_config(port: int, servers: dict[str, int], balance: str = "roundrobi
 # [END haproxy-config]
 
 
-class HAProxy:
+class HAProxy(LoggedProcess):
     def __init__(self, port: int, servers: dict[str, int], directory: Path, balance: str = "roundrobin"):
+        super().__init__("haproxy", Path(directory) / "haproxy.log")
         self.port, self.url = port, f"http://127.0.0.1:{port}"
         self.config_path = Path(directory) / "haproxy.cfg"
         self.config_path.write_text(haproxy_config(port, servers, balance))
-        self.log_path = Path(directory) / "haproxy.log"
-        self.process: subprocess.Popen | None = None
 
     def start(self, timeout: float = 15) -> "HAProxy":
-        log = open(self.log_path, "ab")
         # -db: stay in the foreground, so this process is the one we stop.
-        self.process = subprocess.Popen(["haproxy", "-db", "-f", str(self.config_path)], stdout=log,
-                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        log.close()
+        self.spawn(["haproxy", "-db", "-f", str(self.config_path)])
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -137,10 +113,6 @@ class HAProxy:
             if self.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"HAProxy did not start: see {self.log_path}")
             time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            stop_within(self.process, 10)
 
 
 def haproxy_installed() -> bool:
@@ -161,24 +133,18 @@ ELECTED = [("scheduler", "03-scheduler/scheduler.py", "kube-scheduler"),
 IDENTITY = re.compile(r"attempting to acquire leader lease .*identity=(\S+)")
 
 
-class ElectedComponent:
+class ElectedComponent(LoggedProcess):
     """One copy of the scheduler or the controller manager, with
     --leader-elect, talking to the API servers through HAProxy."""
 
     def __init__(self, name: str, script: str, lease: str, apiserver: str, directory: Path):
-        self.name, self.script, self.lease, self.apiserver = name, script, lease, apiserver
-        self.log_path = Path(directory) / f"{name}.log"
+        super().__init__(name, Path(directory) / f"{name}.log")
+        self.script, self.lease, self.apiserver = script, lease, apiserver
         self._log_start = 0                # where this run's part of the log begins
-        self.process: subprocess.Popen | None = None
 
     def start(self) -> "ElectedComponent":
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / self.script), "--apiserver", self.apiserver, *LEADER_ELECT],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-        log.close()
+        self.spawn([sys.executable, str(ROOT / self.script), "--apiserver", self.apiserver, *LEADER_ELECT], cwd=ROOT)
         return self
 
     def identity(self) -> str | None:
@@ -192,30 +158,20 @@ class ElectedComponent:
         identity = self.identity()
         return identity is not None and lease_holder(self.apiserver, self.lease) == identity
 
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
-
-class Kubelet:
+class Kubelet(LoggedProcess):
     """01-kubelet/kubelet.py for one node of our own naming, through HAProxy
     (`--kubelets N`); its read-only port on a free loopback port."""
 
     def __init__(self, number: int, node_prefix: str, apiserver: str, directory: Path):
-        self.name, self.node = f"kubelet{number}", f"{node_prefix}{number}"
+        super().__init__(f"kubelet{number}", Path(directory) / f"kubelet{number}.log")
+        self.node = f"{node_prefix}{number}"
         self.port, self.apiserver = free_port(), apiserver
-        self.log_path = Path(directory) / f"{self.name}.log"
-        self.process: subprocess.Popen | None = None
 
     def start(self) -> "Kubelet":
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, str(ROOT / "01-kubelet" / "kubelet.py"), "--node-name", self.node,
-             "--apiserver", self.apiserver, "--address", "127.0.0.1", "--read-only-port", str(self.port),
-             "--node-ip", "127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
-        log.close()
+        self.spawn([sys.executable, str(ROOT / "01-kubelet" / "kubelet.py"), "--node-name", self.node,
+                    "--apiserver", self.apiserver, "--address", "127.0.0.1", "--read-only-port", str(self.port),
+                    "--node-ip", "127.0.0.1"], cwd=ROOT)
         return self
 
     def remove_containers(self) -> None:
