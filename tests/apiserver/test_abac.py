@@ -312,7 +312,10 @@ EXAMPLE = [
     (CONTROLLERS, res("create", "pods", "d"), True),
     (CONTROLLERS, res("update", "replicasets", "d", "apps", "r"), True),
     (CONTROLLERS, res("update", "endpoints", "d", name="web"), True),
-    (CONTROLLERS, res("delete", "secrets", "d", name="s"), False),
+    (CONTROLLERS, res("delete", "secrets", "d", name="s"), True),       # the namespace controller empties
+    (CONTROLLERS, res("delete", "roles", "d", "rbac.authorization.k8s.io", "r"), True),
+    (CONTROLLERS, res("delete", "clusterroles", "", "rbac.authorization.k8s.io", "r"), False),
+    (CONTROLLERS, res("update", "customresourcedefinitions", "", "apiextensions.k8s.io", "c"), False),
     (CONTROLLERS, res("update", "nodes", name="n1"), True),       # taints, conditions, podCIDR
     (CONTROLLERS, res("update", "daemonsets", "d", "apps", "a"), True),
     (CONTROLLERS, res("update", "jobs", "d", "batch", "j"), True),

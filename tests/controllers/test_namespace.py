@@ -6,10 +6,11 @@ controller's doing."""
 from __future__ import annotations
 
 import subprocess
+import sys
 
 import pytest
 
-from controllers_harness import APIServer, FakeKubelet, make_namespace, wait_for
+from controllers_harness import ROOT, APIServer, Client, FakeKubelet, make_namespace, wait_for
 from test_deployment import deployment
 from test_garbage_collector import WITH_CONTROLLERS, exists, hold, items, release
 
@@ -71,3 +72,42 @@ def test_a_namespace_is_emptied_then_removed(api, apiserver, manager, kubectl, t
 
     release(api, held)
     wait_for(lambda: not exists(api, f"/api/v1/namespaces/{ns}"), timeout=30, what="the namespace gone")
+
+
+def test_under_abac_the_controller_manager_empties_a_namespace_of_every_kind(tmp_path):
+    """02-apiserver/policy.jsonl lets the user "controller-manager" delete
+    whatever a namespace holds, not only what its other controllers own (a
+    Secret, a Service, a LimitRange, a Role...), so the namespace goes
+    instead of staying Terminating."""
+    from controllers_harness import ControllerManager
+    from test_gauntlet import SecureServer
+
+    certs = tmp_path / "certs"
+    subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "certs.py"), "--out", str(certs),
+                    "--apiserver", "https://127.0.0.1:1"], check=True, capture_output=True)
+    server = SecureServer(tmp_path / "data", certs, "--enable-admission-plugins", WITH_CONTROLLERS).start()
+    manager = ControllerManager(server.secure_url, tmp_path, "--kubeconfig",
+                                str(certs / "controller-manager.kubeconfig"))
+    try:
+        manager.start()
+        admin = Client(server.url)          # the insecure port: the administrator
+        ns = make_namespace(admin)
+        contents = {
+            "secrets": ("/api/v1", {"metadata": {"name": "password"}, "stringData": {"password": "s3cret"}}),
+            "services": ("/api/v1", {"metadata": {"name": "web"},
+                                     "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+            "limitranges": ("/api/v1", {"metadata": {"name": "limits"}, "spec": {"limits": [
+                {"type": "Container", "default": {"cpu": "100m"}}]}}),
+            "roles": ("/apis/rbac.authorization.k8s.io/v1", {"metadata": {"name": "reader"}, "rules": [
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}),
+        }
+        for resource, (prefix, body) in contents.items():
+            response = admin.post(f"{prefix}/namespaces/{ns}/{resource}", body)
+            assert response.status_code == 201, response.text
+        assert admin.delete(f"/api/v1/namespaces/{ns}").status_code == 200
+        wait_for(lambda: not exists(admin, f"/api/v1/namespaces/{ns}"), timeout=30,
+                 what=f"the namespace gone (log: {manager.log_path})")
+        assert "403" not in manager.log(), manager.log()
+    finally:
+        manager.stop()
+        server.stop()
