@@ -38,6 +38,9 @@ from common.processes import stop_within
 LOG_LINES = 12          # of the learner's log shown under a failure
 COLOURS = re.compile(r"\x1b\[[0-9;]*m")     # terminal colour codes (Flask's log has them)
 LEADING_TIME = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z ")   # our logs' first word
+# What a starter raises where the learner has not written a part yet, as
+# the program logs it (in a traceback, or quoted in a log line's error=).
+UNWRITTEN = re.compile(r"NotImplementedError: ([^'\"\n]+)")
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,14 @@ class Program:
     def exited(self) -> int | None:
         return self.process.poll()
 
+    def unwritten(self) -> str | None:
+        """The starter's "... is yours to write" NotImplementedError, once
+        the program has logged one: the part the stage needs is not
+        written yet, and waiting out the deadline would tell nothing more."""
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        found = UNWRITTEN.search(text)
+        return found.group(1).strip() if found else None
+
     def kill(self) -> None:
         """SIGKILL: no clean-up at all, as a crash or a power cut."""
         self.killed = True
@@ -135,6 +146,9 @@ class StageContext:
             for program in self.programs:
                 if program.exited() is not None and not program.killed:
                     raise StageFailure(expected, f"your program exited with code {program.exited()}", hint)
+                unwritten = program.unwritten()
+                if unwritten:
+                    raise StageFailure(expected, f"your program raised NotImplementedError: {unwritten}", hint)
             try:
                 result = check()
             except requests.RequestException:
