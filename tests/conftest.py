@@ -98,28 +98,34 @@ def etcd(etcd_binary, tmp_path_factory):
     cluster.stop()
 
 
-# `make test` runs the suite on two workers (pytest-xdist). Whatever shares
-# this computer's state runs one test at a time, as in a plain run, in one
-# of two groups that never touch each other's state:
+# `make test` runs the suite on three workers (pytest-xdist): two cores,
+# but most tests wait on processes, containers and deadlines far more than
+# they compute. Whatever shares this computer's state runs one test at a
+# time, as in a plain run, in one of three groups that never touch each
+# other's state:
 # - THIS_COMPUTER: the lessons (fixed ports 6443, 8080, 10255..., fixed
-#   /tmp paths, node names node1 and node2), the machines (network
-#   namespaces, iptables, a dockerd each), the set-up script, the kubectl
-#   versions matrix;
+#   /tmp paths, node names node1 and node2, the machines master, node1 and
+#   node2 of `make machines`), the set-up script, the kubectl versions matrix;
+# - MACHINES: the network tests, each on machines of its own (namespaces,
+#   bridges and iptables rules under a prefix of its own, a dockerd each, a
+#   subnet no route of this computer covers, apart from the lessons' 10.213.0.0/24);
 # - DOCKER: tests that run kubelets on this computer's Docker engine, each
 #   under a node name of its own (test-<random>), on free ports, removing
 #   only its own node's containers.
 # Each group is one xdist scope, so it runs on one worker, one test at a
-# time; the two groups, and everything else (an API server on a free
-# loopback port, plain code), a module at a time, share the two workers.
+# time; the groups, and everything else (an API server on a free loopback
+# port, plain code), a module at a time, share the workers. The groups are
+# the longest chains, so they are handed out first.
 # The worker is chosen by file (xdist's scheduler sees test ids, not
 # fixtures), so a test elsewhere that needs Docker is an error naming its file.
-THIS_COMPUTER = ("tests/lessons/", "tests/network/", "tests/test_setup_machine.py",
-                 "tests/apiserver/test_kubectl_versions.py")
+THIS_COMPUTER = ("tests/lessons/", "tests/test_setup_machine.py", "tests/apiserver/test_kubectl_versions.py")
+MACHINES = ("tests/network/",)
 DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver/test_pod_log.py",
           "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/apiserver/test_ha_kubelets.py",
           "tests/scheduler/test_with_kubelets.py",
           "tests/stages/test_kubelet_stages.py")
-ONE_AT_A_TIME = THIS_COMPUTER + DOCKER
+ONE_AT_A_TIME = THIS_COMPUTER + MACHINES + DOCKER
+GROUPS = {"this computer": THIS_COMPUTER, "this computer's Docker": DOCKER, "machines": MACHINES}
 
 
 def shares_this_computer(nodeid: str) -> bool:
@@ -132,11 +138,16 @@ def pytest_xdist_make_scheduler(config, log):
     class OneAtATimeScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::")[0]
-            if path.startswith(THIS_COMPUTER):
-                return "this computer"
-            if path.startswith(DOCKER):
-                return "this computer's Docker"
+            for group, paths in GROUPS.items():
+                if path.startswith(paths):
+                    return group
             return super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            for group in GROUPS:            # the long chains first
+                if group in self.workqueue:
+                    self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
 
     return OneAtATimeScheduling(config, log)
 
