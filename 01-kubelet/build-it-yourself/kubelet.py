@@ -192,10 +192,12 @@ class Kubelet:
         # TODO(stage 1): create and start one Docker container for this
         # container of the pod (self.docker.containers.run(..., detach=True))
         # and return it. Its image; its `command` replaces the image's
-        # ENTRYPOINT and its `args` the image's CMD; its `env` list as a dict
-        # of name -> value; the labels from labels_for(pod, spec["name"],
-        # self.node_name, spec, restarts); the name from docker_name(), with
-        # restarts as the attempt.
+        # ENTRYPOINT and its `args` the image's CMD. Careful, the names cross
+        # over: the Docker SDK's entrypoint= takes Kubernetes' `command`, and
+        # its command= takes Kubernetes' `args`. Its `env` list as a dict
+        # of name -> value (environment=); the labels from labels_for(pod,
+        # spec["name"], self.node_name, spec, restarts); the name from
+        # docker_name(), with restarts as the attempt.
         # Once stage 2 gives the pod a sandbox (else None), join its network:
         # network_mode=f"container:{sandbox.id}". Lesson: "The pause container
         # and the app containers" in 01-kubelet/lesson-1-how-the-kubelet-works.md.
@@ -232,8 +234,11 @@ class Kubelet:
         # time. The first restart comes at once (restart_count() 0); after
         # that, wait self.backoff_initial seconds from when it finished
         # (docker_time(container.attrs["State"]["FinishedAt"])), doubling
-        # with each restart, up to self.backoff_max. Lesson: "Restart
-        # back-off" in lesson-1-how-the-kubelet-works.md.
+        # with each restart, up to self.backoff_max. No back-off object to
+        # keep: the restart count on the container's labels and the time it
+        # finished give the same delays as the lesson's (without its reset
+        # after ten quiet minutes). Lesson: "Restart back-off" in
+        # lesson-1-how-the-kubelet-works.md.
         return True
 
     def spec_changed(self, spec: dict, container) -> bool:
@@ -252,9 +257,14 @@ def pod_status(pod: dict, containers: list) -> dict:
     # and "containerStatuses": per container of the spec, {"name", "ready"
     # (running), "restartCount", "state"}, where state is {"running": {}},
     # {"terminated": {"exitCode": N, "reason": "Completed" or "Error"}} or
-    # {"waiting": {"reason": "ContainerCreating"}}. Lesson: "Status" in
-    # lesson-1-how-the-kubelet-works.md, "3. Ask the kubelet what it runs"
-    # in lesson-2-run-the-kubelet.md.
+    # {"waiting": {"reason": "ContainerCreating"}}. "Will restart" is
+    # stage 5's rule (restartPolicy and the exit code), needed here too
+    # (pod_status is no method: it cannot ask should_restart). A container waiting out
+    # its back-off reads "terminated" here (the lesson's kubelet says
+    # CrashLoopBackOff; this one need not). The pause container keeps
+    # running while the pod exists, so a finished pod keeps its IP.
+    # Lesson: "Status" in lesson-1-how-the-kubelet-works.md, "3. Ask the
+    # kubelet what it runs" in lesson-2-run-the-kubelet.md.
     return {}
 
 

@@ -149,7 +149,10 @@ def describe(ctx: KubeletContext, pod: str) -> str:
     found = containers_of(ctx, pod)
     if not found:
         return f"Docker has no container labelled {NODE_LABEL}={ctx.node_name}, {POD_LABEL}={pod}"
-    return "Docker has " + ", ".join(f"{c.labels.get(CONTAINER_LABEL, '?')} ({c.status})" for c in found)
+    said = "Docker has " + ", ".join(f"{c.labels.get(CONTAINER_LABEL, '?')} ({c.status})" for c in found)
+    if any(c.status == "created" for c in found):
+        said += ": created, never started (Docker's reason is in your program's last lines)"
+    return said
 
 
 def wait_running(ctx: KubeletContext, pod: str, name: str, timeout: float = START, hint: Hint | None = None):
@@ -220,6 +223,7 @@ def stage_pods_port(ctx: KubeletContext) -> None:
     ctx.start_mine()
     write_pod(ctx, pod_manifest("web", container("app", SLEEP)))
     write_pod(ctx, pod_manifest("one-shot", container("job", "echo done"), restart_policy="Never"))
+    write_pod(ctx, pod_manifest("broken", container("job", "exit 1"), restart_policy="Never"))
     wait_running(ctx, "web", "app")
     pause = wait_running(ctx, "web", "POD")
     pod = ctx.wait_until(lambda: listed_pods(ctx).get("web", {}).get("status", {}).get("phase") == "Running"
@@ -244,6 +248,15 @@ def stage_pods_port(ctx: KubeletContext) -> None:
     if (ended.get("exitCode"), ended.get("reason")) != (0, "Completed"):
         raise StageFailure('one-shot\'s container state to be "terminated" with exitCode 0 and reason "Completed"',
                            f"it is {done['status']['containerStatuses'][0].get('state')}", STATUS)
+    failed = ctx.wait_until(lambda: listed_pods(ctx).get("broken", {}).get("status", {}).get("phase") == "Failed"
+                            and listed_pods(ctx)["broken"],
+                            expected="pod broken (restartPolicy Never, its container exits 1) to be Failed",
+                            happened=lambda: pod_answer(ctx, "broken"), timeout=START, hint=STATUS)
+    ended = ((failed["status"].get("containerStatuses") or [{}])[0].get("state") or {}).get("terminated") or {}
+    if (ended.get("exitCode"), ended.get("reason"), failed["status"]["containerStatuses"][0].get("ready")) \
+            != (1, "Error", False):
+        raise StageFailure('broken\'s container to be "terminated" with exitCode 1 and reason "Error", ready false',
+                           f"its status is {failed['status']['containerStatuses'][0]}", STATUS)
 
 
 def stage_deleted_manifest(ctx: KubeletContext) -> None:
