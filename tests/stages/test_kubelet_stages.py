@@ -71,6 +71,12 @@ MISTAKES = [
      'return policy in ("Always", "OnFailure")'),
     (6, "backs off without doubling", "delay = min(self.backoff_initial * 2 ** (restarts - 1), self.backoff_max)",
      "delay = self.backoff_initial"),
+    # Two that AI learners' mistaken copies showed passing the stage before it had upper bounds:
+    (6, "backs off one step late (6 s, then 12 s)", "self.backoff_initial * 2 ** (restarts - 1)",
+     "self.backoff_initial * 2 ** restarts"),
+    (6, "waits before the first restart too",
+     "if restarts == 0:\n            return True\n        delay = min(self.backoff_initial * 2 ** (restarts - 1)",
+     "delay = min(self.backoff_initial * 2 ** max(restarts - 1, 0)"),
 ]
 
 
