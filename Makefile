@@ -40,8 +40,8 @@ demo-04: venv images ## chapter 04's cluster: a Deployment rolls out and survive
 demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods over two kubelets; a too-big pod stays Pending (SCHEDULER=path/to/yours.py)
 	$(PY) 03-scheduler/demo.py $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
-demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
-	$(PY) 02-apiserver/demo.py
+demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending (APISERVER=path/to/yours.py: yours and kubectl, no kubelets)
+	$(PY) 02-apiserver/demo.py $(if $(APISERVER),--apiserver $(APISERVER))
 
 demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up (KUBELET=path/to/yours.py)
 	$(PY) 01-kubelet/demo.py $(if $(KUBELET),--kubelet $(KUBELET))
