@@ -34,8 +34,8 @@ images: ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) fr
 demo: setup ## the cluster so far: a two-tier application answers through a pod deletion, a stopped kubelet and a roll, on three machines (as root)
 	$(PY) 05-proxy-dns/demo.py
 
-demo-04: venv images ## chapter 04's cluster: a Deployment rolls out and survives a node's death, on this machine
-	$(PY) 04-controllers/demo.py
+demo-04: venv images ## chapter 04's cluster: a Deployment rolls out and survives a node's death, on this machine (CONTROLLER=path/to/yours.py)
+	$(PY) 04-controllers/demo.py $(if $(CONTROLLER),--controller $(CONTROLLER))
 
 demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods over two kubelets; a too-big pod stays Pending (SCHEDULER=path/to/yours.py)
 	$(PY) 03-scheduler/demo.py $(if $(SCHEDULER),--scheduler $(SCHEDULER))
