@@ -31,8 +31,8 @@ venv: ## create or reuse ./.venv with the pinned dependencies
 images: ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
 	@$(SETUP) images
 
-demo: setup ## the cluster so far: a two-tier application answers through a pod deletion, a stopped kubelet and a roll, on three machines (as root)
-	$(PY) 05-proxy-dns/demo.py
+demo: setup ## the cluster so far: a two-tier application answers through a pod deletion, a stopped kubelet and a roll, on three machines (as root; DNS=path/to/yours.py)
+	$(PY) 05-proxy-dns/demo.py $(if $(DNS),--dns $(DNS))
 
 demo-04: venv images ## chapter 04's cluster: a Deployment rolls out and survives a node's death, on this machine (CONTROLLER=path/to/yours.py)
 	$(PY) 04-controllers/demo.py $(if $(CONTROLLER),--controller $(CONTROLLER))
