@@ -31,6 +31,7 @@ from pathlib import Path
 import requests
 
 HERE = Path(__file__).resolve().parent
+PRIVATE = Path("/tmp")
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from common.polling import wait_for  # noqa: E402
@@ -40,11 +41,21 @@ from machine_cluster import Cluster, free_subnet  # noqa: E402
 from machines import Machines, missing_requirements  # noqa: E402
 
 
+def hidden_from_the_machines(path: Path) -> bool:
+    """Under /tmp, which each machine mounts its own of (machines.py keeps
+    only this repository there visible); /var/tmp they share."""
+    path = path.resolve()
+    return path.is_relative_to(PRIVATE) and not path.is_relative_to(HERE.parent)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dns", type=Path,
                         help="your cluster DNS, to run on the nodes in place of ours (05-proxy-dns/build-it-yourself/)")
     args = parser.parse_args()
+    if args.dns and hidden_from_the_machines(args.dns):
+        sys.exit(f"your cluster DNS ({args.dns}) is under {PRIVATE}, which each machine has its own of, so the "
+                 "nodes would not find it: keep it in this repository or under /var/tmp")
     problem = missing_requirements()
     if problem:
         without = " (without your DNS server: it needs the machines)" if args.dns else ""
