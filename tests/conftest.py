@@ -104,7 +104,8 @@ def etcd(etcd_binary, tmp_path_factory):
 # - THIS_COMPUTER: the lessons (fixed ports 6443, 8080, 10255..., fixed
 #   /tmp paths, node names node1 and node2), the machines (network
 #   namespaces, iptables, a dockerd each), the set-up script, the kubectl
-#   versions matrix;
+#   versions matrix, the demos (port 8080 if free, nodes demo-node1 and
+#   demo-node2: the learner's-program tests in tests/stages/);
 # - DOCKER: tests that run kubelets on this computer's Docker engine, each
 #   under a node name of its own (test-<random>), on free ports, removing
 #   only its own node's containers.
@@ -114,7 +115,7 @@ def etcd(etcd_binary, tmp_path_factory):
 # The worker is chosen by file (xdist's scheduler sees test ids, not
 # fixtures), so a test elsewhere that needs Docker is an error naming its file.
 THIS_COMPUTER = ("tests/lessons/", "tests/network/", "tests/test_setup_machine.py",
-                 "tests/apiserver/test_kubectl_versions.py")
+                 "tests/apiserver/test_kubectl_versions.py", "tests/stages/test_demos_run_yours.py")
 DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver/test_pod_log.py",
           "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/apiserver/test_ha_kubelets.py",
           "tests/scheduler/test_with_kubelets.py",
