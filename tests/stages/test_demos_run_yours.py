@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,14 @@ def test_demo_05_runs_your_cluster_dns_and_names_it_when_it_exits(tmp_path):
     message = str(exited.value)
     assert message.startswith(f"your cluster DNS ({mine}) exited with code 1; its last lines:"), message
     assert MARKER in message and f"'--address', '{CLUSTER_DNS}'" in message, message
+
+
+def test_demo_05_refuses_your_cluster_dns_under_tmp_before_making_machines():
+    """Each machine mounts a /tmp of its own: the nodes could not open a file there."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:     # whatever TMPDIR says
+        mine = stand_in(Path(tmp), "my_cluster_dns.py")
+        demo = subprocess.run([sys.executable, "05-proxy-dns/demo.py", "--dns", str(mine)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    assert demo.returncode != 0, demo.stdout + demo.stderr
+    assert demo.stderr.startswith(f"your cluster DNS ({mine}) is under /tmp"), demo.stdout + demo.stderr
+    assert "machines up" not in demo.stdout and MARKER not in demo.stdout + demo.stderr
