@@ -158,7 +158,7 @@ class Cluster:
         if error is not None and not isinstance(error, YourProgramExited):
             for name in self.processes:
                 console.print(f"[bold]{name} log:[/bold]\n{self.log(name)}")
-        console.print("\nstopping the cluster's processes, removing the containers")
+        console.print("\nstopping the cluster's processes" + (", removing the containers" if self.nodes else ""))
         self.stop()
 
     def stop(self) -> None:
