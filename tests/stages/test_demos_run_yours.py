@@ -1,6 +1,8 @@
 """The demos run the learner's component in place of ours, and stop with
-one line naming it when it exits: `make demo-02 APISERVER=...`, `make
-demo-03 SCHEDULER=...`, `make demo-04 CONTROLLER=...`, `make demo DNS=...`.
+one line naming it when it exits: `make demo-01 KUBELET=...`, `make
+demo-02 APISERVER=...`, `make demo-03 SCHEDULER=...`, `make demo-04
+CONTROLLER=...`, `make demo DNS=...` (chapter 05's through
+machine_cluster.Cluster, since its machines need root and a minute).
 
 Each test hands the demo a stand-in for the learner's file that prints a
 marker and its command line, then exits 1. A demo that ignored its flag
