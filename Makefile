@@ -31,17 +31,17 @@ venv: ## create or reuse ./.venv with the pinned dependencies
 images: ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
 	@$(SETUP) images
 
-demo: setup ## the cluster so far: a two-tier application answers through a pod deletion, a stopped kubelet and a roll, on three machines (as root)
-	$(PY) 05-proxy-dns/demo.py
+demo: setup ## the cluster so far: a two-tier application answers through a pod deletion, a stopped kubelet and a roll, on three machines (as root; DNS=path/to/yours.py)
+	$(PY) 05-proxy-dns/demo.py $(if $(DNS),--dns $(DNS))
 
-demo-04: venv images ## chapter 04's cluster: a Deployment rolls out and survives a node's death, on this machine
-	$(PY) 04-controllers/demo.py
+demo-04: venv images ## chapter 04's cluster: a Deployment rolls out and survives a node's death, on this machine (CONTROLLER=path/to/yours.py)
+	$(PY) 04-controllers/demo.py $(if $(CONTROLLER),--controller $(CONTROLLER))
 
 demo-03: venv images ## chapter 03's cluster: the scheduler spreads six pods over two kubelets; a too-big pod stays Pending (SCHEDULER=path/to/yours.py)
 	$(PY) 03-scheduler/demo.py $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
-demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending
-	$(PY) 02-apiserver/demo.py
+demo-02: venv images ## chapter 02's cluster: an API server and two kubelets run pods bound by hand; one stays Pending (APISERVER=path/to/yours.py: yours and kubectl, no kubelets)
+	$(PY) 02-apiserver/demo.py $(if $(APISERVER),--apiserver $(APISERVER))
 
 demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows them, stops and cleans up (KUBELET=path/to/yours.py)
 	$(PY) 01-kubelet/demo.py $(if $(KUBELET),--kubelet $(KUBELET))

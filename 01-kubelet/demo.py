@@ -27,6 +27,7 @@ import requests
 from rich.console import Console
 
 from common.ports import free_port
+from common.your_program import YourProgram, YourProgramExited, environment
 from get_pods import ready, restarts, status_column, table
 
 HERE = Path(__file__).resolve().parent
@@ -50,11 +51,14 @@ EXPECTED_OF_YOURS = {
 }
 
 
-def wait_for_examples(url: str, kubelet: subprocess.Popen, expected: dict, timeout: float = 90) -> list[dict]:
+def wait_for_examples(url: str, kubelet: subprocess.Popen, yours: YourProgram | None, expected: dict,
+                      timeout: float = 90) -> list[dict]:
     deadline = time.monotonic() + timeout
     pods: list[dict] = []
     while time.monotonic() < deadline:
-        if kubelet.poll() is not None:
+        if yours:
+            yours.check()
+        elif kubelet.poll() is not None:
             raise SystemExit(f"the kubelet exited with code {kubelet.returncode}; its log is above")
         try:
             pods = requests.get(url, timeout=2).json()["items"]
@@ -101,9 +105,11 @@ def main() -> int:
     with open(log_path, "wb") as log:
         kubelet = subprocess.Popen(
             [sys.executable, str(Path(args.kubelet).resolve()), "--node-name", NODE, "--manifests", str(manifests),
-             "--address", "127.0.0.1", "--read-only-port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+             "--address", "127.0.0.1", "--read-only-port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+            env=environment() if yours else None)
+    your_kubelet = YourProgram("kubelet", Path(args.kubelet), kubelet, log_path) if yours else None
     try:
-        pods = wait_for_examples(f"http://127.0.0.1:{port}/pods", kubelet, expected)
+        pods = wait_for_examples(f"http://127.0.0.1:{port}/pods", kubelet, your_kubelet, expected)
         show(pods)
         console.print("\n[bold]docker ps[/bold] (the pause containers hold each pod's network):")
         subprocess.run(["docker", "ps", "--filter", f"label=io.groundup.node-name={NODE}",
@@ -113,6 +119,8 @@ def main() -> int:
                           "reference kubelet's: yours serves /pods only)")
         else:
             show_port_and_logs(port)
+    except YourProgramExited:
+        raise                   # its message has your kubelet's last lines
     except BaseException:
         console.print(log_path.read_text()[-4000:])
         raise

@@ -43,19 +43,21 @@ def unschedulable(cluster: Cluster, name: str) -> str | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scheduler", default="03-scheduler/scheduler.py",
-                        help="the scheduler to run (default: the reference, 03-scheduler/scheduler.py)")
+    parser.add_argument("--scheduler", type=Path,
+                        help="your scheduler, to run in place of ours (03-scheduler/build-it-yourself/)")
     args = parser.parse_args()
-    scheduler = str(Path(args.scheduler).resolve())
     console.rule("chapter 03: the scheduler spreads pods over two kubelets")
     with Cluster(["demo-node1", "demo-node2"]) as cluster:
-        cluster.start_process("scheduler", [scheduler, "--apiserver", cluster.url])
+        if args.scheduler:
+            cluster.start_yours("scheduler", "scheduler", args.scheduler, ["--apiserver", cluster.url])
+        else:
+            cluster.start_process("scheduler", ["03-scheduler/scheduler.py", "--apiserver", cluster.url])
         names = [f"web-{i}" for i in range(1, REPLICAS + 1)]
         for name in names:
             cluster.create(pod(name, cpu="100m"))
         cluster.create(pod("too-big", cpu="1000"))
-        console.print(f"API server {cluster.url}, kubelets demo-node1 and demo-node2, the scheduler "
-                      f"({args.scheduler}); created "
+        scheduler = f"your scheduler ({args.scheduler})" if args.scheduler else "the scheduler"
+        console.print(f"API server {cluster.url}, kubelets demo-node1 and demo-node2, {scheduler}; created "
                       f"{', '.join(names)} (no nodeName) and too-big (1000 CPUs)")
         cluster.wait(lambda: all(cluster.pod_phase(n) == "Running" for n in names), "the pods to run")
         cluster.show()

@@ -6,9 +6,16 @@ replicas comes up through its ReplicaSet; a change to its template rolls it
 to a new ReplicaSet, never below three ready pods; then one node's kubelet
 is killed, the node lifecycle controller marks the node unreachable and
 evicts its pods, and the ReplicaSet replaces them on the node that is left.
+
+    python 04-controllers/demo.py [--controller path/to/your_replicaset_controller.py]
+
+--controller runs your own ReplicaSet controller (04-controllers/build-it-yourself/)
+in place of ours: the controller manager runs every controller but its
+ReplicaSet one (`--controllers '*,-replicaset'`), and yours beside it.
 """
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 from pathlib import Path
@@ -54,15 +61,25 @@ def running_on(cluster: Cluster, node: str) -> int:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--controller", type=Path,
+                        help="your ReplicaSet controller, to run in place of ours (04-controllers/build-it-yourself/)")
+    args = parser.parse_args()
     console.rule("chapter 04: controllers keep a Deployment running")
     with Cluster(NODES) as cluster:
         cluster.start_process("scheduler", ["03-scheduler/scheduler.py", "--apiserver", cluster.url])
+        controllers = "*,-replicaset" if args.controller else "*"
         cluster.start_process("controller-manager", [
-            "04-controllers/controller_manager.py", "--apiserver", cluster.url,
+            "04-controllers/controller_manager.py", "--apiserver", cluster.url, "--controllers", controllers,
             "--node-monitor-grace-period", "6", "--node-monitor-period", "1"])
+        if args.controller:
+            cluster.start_yours("replicaset-controller", "ReplicaSet controller", args.controller,
+                                ["--apiserver", cluster.url])
         requests.post(f"{cluster.url}{DEPLOYMENTS}", json=DEPLOYMENT, timeout=5).raise_for_status()
-        console.print(f"API server {cluster.url}, kubelets {' and '.join(NODES)}, the scheduler and the "
-                      f"controller manager; created Deployment web ({REPLICAS} replicas)")
+        managers = (f"the controller manager (--controllers '{controllers}') and your ReplicaSet controller "
+                    f"({args.controller})" if args.controller else "the controller manager")
+        console.print(f"API server {cluster.url}, kubelets {' and '.join(NODES)}, the scheduler, {managers}; "
+                      f"created Deployment web ({REPLICAS} replicas)")
         cluster.wait(lambda: rolled_out(cluster), "the Deployment to come up", timeout=120)
         cluster.show("deployments,replicasets,pods")
 

@@ -12,9 +12,16 @@ The demo prints what failed during each, and removes the machines.
 
 The machines need root (namespaces, iptables) and Docker; without them
 the demo says so and runs chapter 04's, on this one machine.
+
+    python 05-proxy-dns/demo.py [--dns path/to/your_cluster_dns.py]
+
+--dns runs your own cluster DNS (05-proxy-dns/build-it-yourself/) on
+node1 and node2 in place of ours: the frontend finds the backend by name
+through yours.
 """
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -24,23 +31,41 @@ from pathlib import Path
 import requests
 
 HERE = Path(__file__).resolve().parent
+PRIVATE = Path("/tmp")
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from common.polling import wait_for  # noqa: E402
+from common.your_program import YourProgramExited  # noqa: E402
 from finale import run, urls  # noqa: E402
 from machine_cluster import Cluster, free_subnet  # noqa: E402
 from machines import Machines, missing_requirements  # noqa: E402
 
 
+def hidden_from_the_machines(path: Path) -> bool:
+    """Under /tmp, which each machine mounts its own of (machines.py keeps
+    only this repository there visible); /var/tmp they share."""
+    path = path.resolve()
+    return path.is_relative_to(PRIVATE) and not path.is_relative_to(HERE.parent)
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dns", type=Path,
+                        help="your cluster DNS, to run on the nodes in place of ours (05-proxy-dns/build-it-yourself/)")
+    args = parser.parse_args()
+    if args.dns and hidden_from_the_machines(args.dns):
+        sys.exit(f"your cluster DNS ({args.dns}) is under {PRIVATE}, which each machine has its own of, so the "
+                 "nodes would not find it: keep it in this repository or under /var/tmp")
     problem = missing_requirements()
     if problem:
-        print(f"chapter 05's demo: {problem}; running chapter 04's on this machine instead\n", flush=True)
+        without = " (without your DNS server: it needs the machines)" if args.dns else ""
+        print(f"chapter 05's demo: {problem}; running chapter 04's on this machine instead{without}\n", flush=True)
         return subprocess.call([sys.executable, str(HERE.parent / "04-controllers" / "demo.py")])
     print("chapter 05: an application that survives its pods, on three machines", flush=True)
     machines = Machines(prefix="gd", subnet=free_subnet(), names=("master", "node1", "node2"))
     workdir = Path(tempfile.mkdtemp(prefix="groundup-demo-", dir="/var/tmp"))  # every machine sees /var/tmp
-    cluster = Cluster(machines, workdir)
+    cluster = Cluster(machines, workdir, your_dns=args.dns)
+    dns = f"your cluster DNS ({args.dns})" if args.dns else "DNS"
     try:
         machines.up()
         print(f"machines up: master {machines.address('master')}, node1 {machines.address('node1')}, "
@@ -49,7 +74,7 @@ def main() -> int:
         cluster.bring_up("--node-monitor-grace-period", "6", "--node-monitor-period", "1", scheduler=True,
                          proxy_mode="iptables")
         print("cluster up: API server, controller manager, scheduler; kubelet, route agent, proxy "
-              "(iptables mode) and DNS on each node\n"
+              f"(iptables mode) and {dns} on each node\n"
               "deploying 05-proxy-dns/manifests/two-tier.yaml, then asking the frontend's node port "
               "ten times a second while:", flush=True)
         outcomes, tally = run(cluster, report=lambda line: print(" ", line, flush=True))
@@ -62,8 +87,12 @@ def main() -> int:
         answer = wait_for(lambda: (asked := requests.get(urls(cluster)[0], timeout=5)).ok and asked.text.strip(), 30,
                           what="the frontend's answer")
         print(f"asked once more, the frontend says: {answer}")
+        if args.dns:
+            print(f"the frontend found the backend by its name through {dns} on each node")
         print("see 05-proxy-dns/lesson-3-an-application-that-survives.md for why nothing failed")
         return 0 if all(not outcome.failures for outcome in outcomes) else 1
+    except YourProgramExited:
+        raise                   # its message says it all: not every component's log
     except BaseException:
         print(f"\nthe demo failed; the components' logs:\n{cluster.logs()}", file=sys.stderr)
         raise

@@ -7,6 +7,12 @@ and the controller manager on master, and on each node that joins a
 kubelet with --network-plugin kubenet, a route agent, a service proxy and
 cluster DNS at the kube-dns address. Every process logs to a file of its
 own in the work directory.
+
+Cluster(..., your_dns=path) runs the learner's cluster DNS
+(build-it-yourself/cluster_dns.py) on the nodes in place of ours. Every
+request to the API server from here first checks that it is still
+running, so whatever waits on the cluster stops, at its next poll, with
+one line naming the file and its last lines (common/your_program.py).
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import yaml
 
 from common.polling import wait_for
 from common.processes import stop_within
+from common.your_program import YourProgram, environment
 from machines import Machines, covering_route, host_routes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +52,9 @@ def free_subnet() -> str:
 class Cluster:
     machines: Machines
     workdir: Path
+    your_dns: Path | None = None        # the learner's cluster DNS, to run in place of ours
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+    yours: dict[str, YourProgram] = field(default_factory=dict)     # process key -> the learner's program
 
     @property
     def api(self) -> str:
@@ -107,14 +116,26 @@ class Cluster:
                 "--service-account-signing-key-file", str(certs / "sa.key"),
                 "--service-account-key-file", str(certs / "sa.pub"), "--root-ca-file", str(certs / "ca.crt")]
 
-    def start(self, key: str, machine: str, *argv: str) -> subprocess.Popen:
+    def start(self, key: str, machine: str, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         with open(self.workdir / f"{key}.log", "ab") as log:        # the child keeps its own copy
             process = self.machines.popen(machine, [PY, str(ROOT / argv[0]), *argv[1:]], stdout=log,
-                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         self.processes[key] = process
         return process
 
+    def start_yours(self, key: str, role: str, machine: str, path: Path, *flags: str) -> subprocess.Popen:
+        """The learner's program (role: "cluster DNS") on a machine, watched by check_yours()."""
+        process = self.start(key, machine, str(path.resolve()), *flags, env=environment())
+        self.yours[key] = YourProgram(role, path, process, self.workdir / f"{key}.log")
+        return process
+
+    def check_yours(self) -> None:
+        """Stop (YourProgramExited) if a program of the learner's has exited."""
+        for program in self.yours.values():
+            program.check()
+
     def stop(self, key: str) -> None:
+        self.yours.pop(key, None)                   # stopped on purpose: no longer watched
         stop_within(self.processes.pop(key), 15)
 
     def log(self, key: str) -> str:
@@ -134,12 +155,17 @@ class Cluster:
         self.route_agent(node)
         self.start(f"proxy-{node}", node, "05-proxy-dns/proxy.py", "--apiserver", self.api, "--proxy-mode", proxy_mode,
                    "-v")
-        # Cluster DNS on every node, at the kube-dns address itself (as
-        # NodeLocal DNSCache does): the node owns it on lo, so a pod's
-        # query goes no further than its own node.
+        self.start_dns(node)
+
+    def start_dns(self, node: str) -> subprocess.Popen:
+        """Cluster DNS on a node (the learner's, if given), at the kube-dns
+        address itself (as NodeLocal DNSCache does): the node owns it on lo,
+        so a pod's query goes no further than its own node."""
         self.machines.run(node, "ip", "addr", "replace", f"{CLUSTER_DNS}/32", "dev", "lo")
-        self.start(f"dns-{node}", node, "05-proxy-dns/cluster_dns.py", "--apiserver", self.api,
-                   "--address", CLUSTER_DNS)
+        flags = ("--apiserver", self.api, "--address", CLUSTER_DNS)
+        if self.your_dns:
+            return self.start_yours(f"dns-{node}", "cluster DNS", node, self.your_dns, *flags)
+        return self.start(f"dns-{node}", node, "05-proxy-dns/cluster_dns.py", *flags)
 
     def start_kubelet(self, node: str) -> subprocess.Popen:
         return self.start(f"kubelet-{node}", node, "01-kubelet/kubelet.py", "--apiserver", self.api,
@@ -157,12 +183,14 @@ class Cluster:
         return self.start(f"routes-{machine}", machine, "05-proxy-dns/route_agent.py", "--apiserver", self.api)
 
     def get(self, path: str) -> dict:
+        self.check_yours()          # everything that waits on the cluster polls through here or request()
         response = requests.get(self.api + path, timeout=10)
         response.raise_for_status()
         return response.json()
 
     def request(self, method: str, path: str, body: dict | None = None,
                 content_type: str = "application/json") -> requests.Response:
+        self.check_yours()
         return requests.request(method, self.api + path, json=body, timeout=10,
                                 headers={"Content-Type": content_type})
 

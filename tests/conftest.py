@@ -105,7 +105,9 @@ def etcd(etcd_binary, tmp_path_factory):
 # other's state:
 # - THIS_COMPUTER: the lessons (fixed ports 6443, 8080, 10255..., fixed
 #   /tmp paths, node names node1 and node2, the machines master, node1 and
-#   node2 of `make machines`), the set-up script, the kubectl versions matrix;
+#   node2 of `make machines`), the set-up script, the kubectl versions matrix,
+#   the demos (port 8080 if free, nodes demo-node1 and demo-node2: the
+#   learner's-program tests in tests/stages/);
 # - MACHINES: the network tests, each on machines of its own (namespaces,
 #   bridges and iptables rules under a prefix of its own, a dockerd each, a
 #   subnet no route of this computer covers, apart from the lessons' 10.213.0.0/24);
@@ -118,7 +120,8 @@ def etcd(etcd_binary, tmp_path_factory):
 # the longest chains, so they are handed out first.
 # The worker is chosen by file (xdist's scheduler sees test ids, not
 # fixtures), so a test elsewhere that needs Docker is an error naming its file.
-THIS_COMPUTER = ("tests/lessons/", "tests/test_setup_machine.py", "tests/apiserver/test_kubectl_versions.py")
+THIS_COMPUTER = ("tests/lessons/", "tests/test_setup_machine.py", "tests/apiserver/test_kubectl_versions.py",
+                 "tests/stages/test_demos_run_yours.py")
 MACHINES = ("tests/network/",)
 DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver/test_pod_log.py",
           "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/apiserver/test_ha_kubelets.py",

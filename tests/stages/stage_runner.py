@@ -14,7 +14,6 @@ tests/stages/test_stage_hints.py holds every hint to that).
 """
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -34,10 +33,8 @@ sys.path.insert(0, str(ROOT / "tests" / "apiserver"))
 sys.path.insert(0, str(ROOT / "tests"))
 from apiserver_harness import APIServer, Client  # noqa: E402
 from common.processes import stop_within
+from common.your_program import display, environment, last_lines
 
-LOG_LINES = 12          # of the learner's log shown under a failure
-COLOURS = re.compile(r"\x1b\[[0-9;]*m")     # terminal colour codes (Flask's log has them)
-LEADING_TIME = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z ")   # our logs' first word
 # What a starter raises where the learner has not written a part yet, as
 # the program logs it (in a traceback, or quoted in a log line's error=).
 UNWRITTEN = re.compile(r"NotImplementedError: ([^'\"\n]+)")
@@ -78,24 +75,12 @@ class Program:
         self.path, self.args, self.log_path = path, args, log_path
         self.killed = False             # by the stage, on purpose (a crash it then recovers from)
         with open(log_path, "wb") as log:
-            # PYTHONPATH: `import common` works for a copy kept anywhere.
-            self.process = subprocess.Popen(
-                [sys.executable, str(path), *args], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)})
+            self.process = subprocess.Popen([sys.executable, str(path), *args], stdout=log,
+                                            stderr=subprocess.STDOUT, cwd=ROOT, env=environment())
 
-    def log_tail(self, lines: int = LOG_LINES) -> str:
-        """The last lines of the program's log, a run of one repeated line
-        shown once with its count (a loop failing every second says so once)."""
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        folded: list[list] = []          # [first line, its text without the time, how many]
-        for line in COLOURS.sub("", text).splitlines():
-            same = LEADING_TIME.sub("", line)
-            if folded and folded[-1][1] == same:
-                folded[-1][2] += 1
-            else:
-                folded.append([line, same, 1])
-        return "\n".join(line if count == 1 else f"{line}  (and {count - 1} more like it)"
-                         for line, _, count in folded[-lines:])
+    def log_tail(self) -> str:
+        """The last lines of the program's log (shown under a failure)."""
+        return last_lines(self.log_path.read_text(errors="replace") if self.log_path.exists() else "")
 
     def exited(self) -> int | None:
         return self.process.poll()
@@ -244,10 +229,3 @@ def run_stages(title: str, stages: list[Stage], mine: Path, only: int | None = N
     elif only is None:
         console.print(f"{passed} of {len(stages)} stages pass; fix stage {passed + 1} and run again")
     return results
-
-
-def display(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
