@@ -130,7 +130,10 @@ class Cluster:
         """`kubectl get nodes,pods -o wide`, with the real kubectl if there is one."""
         console.print(f"\n[bold]$ kubectl -s {self.url} get {what} -o wide[/bold]")
         if shutil.which("kubectl"):
-            subprocess.run(["kubectl", "-s", self.url, "get", what, "-o", "wide"], check=False)
+            # --kubeconfig /dev/null: no credentials of the user's own
+            # kubeconfig go to the demo's plain-HTTP server.
+            subprocess.run(["kubectl", "--kubeconfig", "/dev/null", "-s", self.url, "get", what, "-o", "wide"],
+                           check=False)
             return
         # No kubectl here: ask the server for the same tables kubectl prints.
         for plural in what.split(","):
