@@ -3,12 +3,14 @@
 Each stage gets a fresh manifest directory and a node name of its own
 (stage-<random>), starts the learner's kubelet with them, writes pod
 manifests, and looks at what happens in two places only: Docker (the
-containers labelled with that node's name) and the kubelet's read-only
-port (/pods). So any kubelet that keeps the command line and the labels
-passes. A check that something does *not* happen (no restart of a
-container that finished for good) always waits for something that does
-(a restart elsewhere), so a kubelet that does nothing never passes one.
-Whatever happens, every container of the stage's node is removed after it.
+containers labelled with that node's name, and for the graceful stop
+their events: which signal each got, and when) and the kubelet's
+read-only port (/pods). So any kubelet that keeps the command line and
+the labels passes. A check that something does *not* happen (no restart
+of a container that finished for good) always waits for something that
+does (a restart elsewhere), so a kubelet that does nothing never passes
+one. Whatever happens, every container of the stage's node is removed
+after it.
 """
 from __future__ import annotations
 
@@ -211,7 +213,8 @@ class DockerEvents:
 
     def __init__(self, ctx: KubeletContext):
         self.seen: list[dict] = []
-        self.stream = docker.from_env(timeout=120).events(
+        self.client = docker.from_env(timeout=120)      # a stream of its own, apart from the stage's calls
+        self.stream = self.client.events(
             decode=True, filters={"type": "container", "label": f"{NODE_LABEL}={ctx.node_name}"})
         threading.Thread(target=self._collect, daemon=True, name="docker-events").start()
 
@@ -236,6 +239,7 @@ class DockerEvents:
 
     def close(self) -> None:
         self.stream.close()
+        self.client.close()
 
 
 def told(events: DockerEvents, container) -> str:
@@ -452,7 +456,7 @@ def stage_dead_sandbox(ctx: KubeletContext) -> None:
     ctx.wait_until(coherent, expected="/pods to show pod pair Running, with the new pause container's IP as podIP "
                                       f"({pause.attrs['NetworkSettings']['IPAddress']}) and restartCount 1 for web and "
                                       "sidecar (each was re-created once, in the new sandbox)",
-                   happened=lambda: pod_answer(ctx, "pair"), timeout=10, hint=STATUS)
+                   happened=lambda: pod_answer(ctx, "pair"), timeout=10)
     now = running_one(ctx, "bystander", "app")
     if now is None or now.id != bystander.id:
         raise StageFailure("pod bystander's container to keep running untouched: only pair's pause container died",
@@ -501,18 +505,19 @@ def expect_killed_after_grace(ctx: KubeletContext, events: DockerEvents, stubbor
     """stubborn ignores SIGTERM: it must still run until the grace period is
     over, and be killed then (Docker's own clock times both events)."""
     died = ctx.wait_until(lambda: events.died(stubborn),
-                          expected=f"the stubborn container, which ignores SIGTERM, killed once its pod's "
+                          expected=f"the stubborn container (it ignores SIGTERM) killed once its pod's "
                                    f"{GRACE} s terminationGracePeriodSeconds are over",
                           happened=lambda: f"Docker's events for it: {told(events, stubborn)}", timeout=GRACE + 20)
     terms = [at for number, at in events.signals(stubborn) if number == 15]
     if not terms:
-        raise StageFailure("the stubborn container to get SIGTERM first, and SIGKILL only when the grace period is over",
+        raise StageFailure("a SIGTERM for the stubborn container first, and SIGKILL only once the grace period is over",
                            f"Docker's events for it: {told(events, stubborn)}")
     lasted = died["timeNano"] / 1e9 - terms[0]
     if not GRACE - 1 <= lasted <= GRACE + 3:
-        raise StageFailure(f"the stubborn container killed about {GRACE} s after its SIGTERM (the pod's "
-                           "terminationGracePeriodSeconds, from its manifest or a label: a deleted pod's is gone)",
-                           f"it was killed {lasted:.1f} s after ({told(events, stubborn)})")
+        raise StageFailure(f"SIGKILL for the stubborn container (it ignores SIGTERM) about {GRACE} s after its "
+                           "SIGTERM: the pod's terminationGracePeriodSeconds (a deleted pod's manifest is gone, "
+                           "its containers' labels are not)",
+                           f"it died {lasted:.1f} s after its SIGTERM ({told(events, stubborn)})")
 
 
 STAGES = [
