@@ -72,6 +72,7 @@ def run_hook(handler: dict, pod: dict, container: dict, container_id: str, pod_i
 
 
 # [START graceful-stop]
+# [START kill-container]
 def stop_container(runtime, events, log, pod: dict, spec: dict | None, container, grace: int,
                    wait_for: list[threading.Event] = ()) -> None:
     """Kubernetes' killContainer: the preStop hook first, within the grace
@@ -87,6 +88,7 @@ def stop_container(runtime, events, log, pod: dict, spec: dict | None, container
     # The real kubelet counts whole seconds spent, so do we.
     left = grace - int(time.monotonic() - began)
     runtime.stop(container.id, max(left, MINIMUM_GRACE))
+# [END kill-container]
 
 
 def run_pre_stop(runtime, events, log, pod: dict, spec: dict, container, hook: dict, grace: int) -> None:

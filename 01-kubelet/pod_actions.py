@@ -199,8 +199,12 @@ def _kill(actions: PodActions, container: ContainerInfo, kill: Kill) -> None:
 SANDBOX_CHANGED, SPEC_CHANGED, PROBE_FAILED = "sandbox changed", "spec changed", "probe failed"
 
 
+# [START why-kill]
 def _why_kill(pod: dict, container: dict, current: ContainerInfo, sandbox: ContainerInfo | None,
               probes: ProbeResults) -> Kill | None:
+    """Why a running container must be stopped now, or None. First: is it
+    in the pod's current sandbox? Its label remembers the sandbox it
+    joined; a new sandbox is a new network namespace, so it restarts there."""
     if sandbox is None or current.sandbox_id != sandbox.id:
         return Kill(SANDBOX_CHANGED, "the pod's sandbox changed")
     if current.hash != cfg.container_hash(pod, container):
@@ -215,6 +219,7 @@ def _why_kill(pod: dict, container: dict, current: ContainerInfo, sandbox: Conta
         return Kill(PROBE_FAILED, f"Liveness probe failed: {probes.failed_liveness[current.id]}",
                     (container.get("livenessProbe") or {}).get("terminationGracePeriodSeconds"))
     return None
+# [END why-kill]
 
 
 @dataclass

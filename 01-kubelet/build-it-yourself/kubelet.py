@@ -8,8 +8,9 @@ containers by their labels, the sync loop, the decision of what to do for
 each container (sync_pod), and the read-only port with /healthz and /pods.
 Yours to write, in the order the stages ask for it, are the places marked
 TODO(stage N): start a container, the pause container, the pod's status,
-removing deleted pods, the restart policy, the back-off, and noticing an
-edited spec. Each TODO names the lesson section that explains it.
+removing deleted pods, the restart policy, the back-off, noticing an
+edited spec, noticing a new pause container, and stopping a container
+gracefully. Each TODO names the lesson section that explains it.
 
 It may use the Docker SDK (docker), Flask and common/ (reading and
 validating manifests, logging), but none of 01-kubelet/'s own modules:
@@ -51,6 +52,9 @@ POD_NAMESPACE = "io.kubernetes.pod.namespace"
 CONTAINER_NAME = "io.kubernetes.container.name"
 HASH = "io.kubernetes.container.hash"
 RESTART_COUNT = "io.kubernetes.container.restartCount"
+# The pod's terminationGracePeriodSeconds, kept on each container: once a
+# manifest is deleted its spec is gone, and the stop still needs it.
+GRACE_PERIOD = "io.kubernetes.pod.terminationGracePeriod"
 SANDBOX = "POD"             # the container name of a pod's pause container
 
 log = get_logger("kubelet")
@@ -71,7 +75,8 @@ def labels_for(pod: dict, container_name: str, node_name: str, spec: dict | None
                restart_count: int = 0) -> dict[str, str]:
     """The labels of one of the pod's containers (container_name "POD": its pause container)."""
     labels = {NODE: node_name, POD_NAME: pod["metadata"]["name"], POD_NAMESPACE: pod["metadata"]["namespace"],
-              CONTAINER_NAME: container_name, RESTART_COUNT: str(restart_count)}
+              CONTAINER_NAME: container_name, RESTART_COUNT: str(restart_count),
+              GRACE_PERIOD: str(pod["spec"].get("terminationGracePeriodSeconds", 30))}
     if spec is not None:
         labels[HASH] = spec_hash(spec)
     return labels
@@ -176,10 +181,12 @@ class Kubelet:
             current = newest(containers, spec["name"])
             if current is None:
                 self.run_container(pod, spec, 0, sandbox)
+            elif current.status == "running" and self.sandbox_changed(current, sandbox):
+                log.info("pod sandbox changed, replacing", obj=pod_key(pod), container=spec["name"])
+                self.replace(pod, spec, current, sandbox)
             elif current.status == "running" and self.spec_changed(spec, current):
                 log.info("spec changed, replacing", obj=pod_key(pod), container=spec["name"])
-                current.remove(force=True)
-                self.run_container(pod, spec, restart_count(current) + 1, sandbox)
+                self.replace(pod, spec, current, sandbox)
             elif current.status == "exited" and (self.spec_changed(spec, current) or (
                     self.should_restart(pod, current) and self.backoff_over(current))):
                 for old in containers:         # keep one dead container: the one before the new
@@ -187,6 +194,12 @@ class Kubelet:
                         old.remove(force=True)
                 log.info("restarting", obj=pod_key(pod), container=spec["name"], exitCode=exit_code(current))
                 self.run_container(pod, spec, restart_count(current) + 1, sandbox)
+
+    def replace(self, pod: dict, spec: dict, current, sandbox) -> None:
+        """Stop and remove a running container, and start its spec afresh: a restart."""
+        self.stop_container(current)
+        current.remove(force=True)
+        self.run_container(pod, spec, restart_count(current) + 1, sandbox)
 
     def run_container(self, pod: dict, spec: dict, restarts: int, sandbox):
         # TODO(stage 1): create and start one Docker container for this
@@ -216,8 +229,9 @@ class Kubelet:
     def remove_unwanted(self, desired: dict, actual: dict) -> None:
         # TODO(stage 4): a pod in actual that no manifest wants any more
         # (its file was deleted, maybe while this kubelet was not running):
-        # remove every one of its containers, the pause container too
-        # (container.remove(force=True)). Lesson: "9. Delete a pod" in
+        # stop and remove every one of its containers, the pause container
+        # too (self.stop_container(container), which stage 9 makes graceful,
+        # then container.remove(force=True)). Lesson: "9. Delete a pod" in
         # lesson-2-run-the-kubelet.md.
         pass
 
@@ -246,6 +260,29 @@ class Kubelet:
         # the container was made? Its labels remember the spec's hash. Lesson:
         # "Compare and decide" in lesson-1-how-the-kubelet-works.md.
         return False
+
+    def sandbox_changed(self, container, sandbox) -> bool:
+        # TODO(stage 8): is this running app container outside the pod's
+        # current sandbox? When a pause container dies, ensure_sandbox()
+        # starts a new one, with a new network namespace; the app containers
+        # still sit in the dead one's, where no one can reach them, and are
+        # to be replaced. Docker keeps the network an app container joined
+        # as its container.attrs["HostConfig"]["NetworkMode"], which
+        # run_container() set to f"container:{sandbox.id}". (No sandbox at
+        # all, before stage 2: nothing to compare with.) Lesson: "When the
+        # pause container dies" in lesson-1-how-the-kubelet-works.md.
+        return False
+
+    def stop_container(self, container) -> None:
+        # TODO(stage 9): stop it as Kubernetes does: SIGTERM first, so the
+        # program can finish what it was doing, then SIGKILL if it still runs
+        # once the pod's terminationGracePeriodSeconds are over. Docker's
+        # stop does just that: container.stop(timeout=seconds). Read the
+        # seconds from the container's GRACE_PERIOD label (a deleted pod's
+        # manifest is gone). Until you do, the remove(force=True) that
+        # follows every call kills it at once. Lesson: "Stopping a container
+        # gracefully" in lesson-1-how-the-kubelet-works.md.
+        pass
 
 
 def pod_status(pod: dict, containers: list) -> dict:

@@ -3,18 +3,21 @@
 Each stage gets a fresh manifest directory and a node name of its own
 (stage-<random>), starts the learner's kubelet with them, writes pod
 manifests, and looks at what happens in two places only: Docker (the
-containers labelled with that node's name) and the kubelet's read-only
-port (/pods). So any kubelet that keeps the command line and the labels
-passes. A check that something does *not* happen (no restart of a
-container that finished for good) always waits for something that does
-(a restart elsewhere), so a kubelet that does nothing never passes one.
-Whatever happens, every container of the stage's node is removed after it.
+containers labelled with that node's name, and for the graceful stop
+their events: which signal each got, and when) and the kubelet's
+read-only port (/pods). So any kubelet that keeps the command line and
+the labels passes. A check that something does *not* happen (no restart
+of a container that finished for good) always waits for something that
+does (a restart elsewhere), so a kubelet that does nothing never passes
+one. Whatever happens, every container of the stage's node is removed
+after it.
 """
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from datetime import datetime
@@ -36,6 +39,8 @@ DECIDE = Hint("Compare and decide", PART1)
 PAUSE = Hint("The pause container and the app containers", PART1)
 BACKOFF = Hint("Restart back-off", PART1)
 STATUS = Hint("Status", PART1)
+DEAD_SANDBOX = Hint("When the pause container dies", PART1)
+GRACEFUL = Hint("Stopping a container gracefully", PART1)
 GIVE = Hint("2. Give it a pod", PART2)
 ASK = Hint("3. Ask the kubelet what it runs", PART2)
 ONE_NETWORK = Hint("4. One pod, one network", PART2)
@@ -49,6 +54,7 @@ POD_LABEL = "io.kubernetes.pod.name"
 CONTAINER_LABEL = "io.kubernetes.container.name"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.9"
 BACKOFF_INITIAL = 3          # seconds: --backoff-initial, short enough for a stage
+GRACE = 4                    # seconds: the graceful-stop stage's terminationGracePeriodSeconds
 START = 20                   # seconds for a first start: a busy machine is slow
 
 
@@ -182,6 +188,73 @@ def logs(container) -> str:
 def started_at(container) -> float:
     head, _, fraction = container.attrs["State"]["StartedAt"].rstrip("Z").partition(".")
     return datetime.fromisoformat(head + "+00:00").timestamp() + float(f"0.{fraction or 0}")
+
+
+def network_of(container) -> str:
+    """Whose network an app container joined: "container:<id>" for a pause container's."""
+    return container.attrs["HostConfig"]["NetworkMode"]
+
+
+def describe_networks(ctx: KubeletContext, pod: str, dead=None) -> str:
+    """The pod's running containers, each with the network it is in (dead:
+    a pause container that no longer runs, named as such)."""
+    found = containers_of(ctx, pod, running=True)
+    if not found:
+        return f"Docker has no running container of pod {pod}"
+
+    def network(app) -> str:
+        mode = network_of(app)
+        return f"the dead pause container's, {mode[:22]}" if dead and mode == f"container:{dead.id}" else mode[:22]
+    return "Docker runs " + ", ".join(
+        f"{c.labels.get(CONTAINER_LABEL, '?')} {c.short_id}"
+        + ("" if c.labels.get(CONTAINER_LABEL) == "POD" else f" (network {network(c)})") for c in found)
+
+
+class DockerEvents:
+    """Docker's events for the stage's node, collected by a thread from now
+    on: the one place that tells which signal a container got, and when."""
+
+    def __init__(self, ctx: KubeletContext):
+        self.seen: list[dict] = []
+        self.client = docker.from_env(timeout=120)      # a stream of its own, apart from the stage's calls
+        self.stream = self.client.events(
+            decode=True, filters={"type": "container", "label": f"{NODE_LABEL}={ctx.node_name}"})
+        threading.Thread(target=self._collect, daemon=True, name="docker-events").start()
+
+    def _collect(self) -> None:
+        try:
+            for event in self.stream:
+                self.seen.append(event)
+        except Exception:       # the stream closed under us: the stage is over
+            pass
+
+    def of(self, container) -> list[dict]:
+        """One container's events so far, in order."""
+        return [event for event in list(self.seen) if event["Actor"]["ID"] == container.id]
+
+    def died(self, container) -> dict | None:
+        return next((e for e in self.of(container) if e["Action"] == "die"), None)
+
+    def signals(self, container) -> list[tuple[int, float]]:
+        """(signal number, when) of each signal Docker sent it."""
+        return [(int(e["Actor"]["Attributes"].get("signal", 0)), e["timeNano"] / 1e9)
+                for e in self.of(container) if e["Action"] == "kill"]
+
+    def close(self) -> None:
+        self.stream.close()
+        self.client.close()
+
+
+def told(events: DockerEvents, container) -> str:
+    """What Docker's events say happened to a container, in words."""
+    words = []
+    for event in events.of(container):
+        if event["Action"] == "kill":
+            number = int(event["Actor"]["Attributes"].get("signal", 0))
+            words.append({15: "SIGTERM", 9: "SIGKILL"}.get(number, f"signal {number}"))
+        elif event["Action"] == "die":
+            words.append(f"exited with code {event['Actor']['Attributes'].get('exitCode')}")
+    return ", then ".join(words) or "nothing yet"
 
 
 # ---------------------------------------------------------------- the stages
@@ -368,6 +441,103 @@ def stage_edited_manifest(ctx: KubeletContext) -> None:
                                "its pause container (and its IP)", describe(ctx, "edited"), DECIDE)
 
 
+def stage_dead_sandbox(ctx: KubeletContext) -> None:
+    """The pause container killed: a new one, and the app containers
+    re-created in its network; another pod untouched."""
+    ctx.start_mine()
+    write_pod(ctx, pod_manifest("pair", container("web", SLEEP), container("sidecar", SLEEP)))
+    write_pod(ctx, pod_manifest("bystander", container("app", SLEEP)))
+    before = {name: wait_running(ctx, "pair", name) for name in ("web", "sidecar")}
+    dead = wait_running(ctx, "pair", "POD")
+    bystander = wait_running(ctx, "bystander", "app")
+    dead.kill()                     # as if it crashed: the pod's network namespace is gone
+
+    def new_pause():
+        now = running_one(ctx, "pair", "POD")
+        return now if now is not None and now.id != dead.id else None
+    pause = ctx.wait_until(new_pause, expected="a new pause container for pod pair, once `docker kill` ended its old one",
+                           happened=lambda: describe(ctx, "pair"), timeout=15)
+
+    def rejoined() -> bool:
+        apps = [running_one(ctx, "pair", name) for name in before]
+        return all(app is not None and network_of(app) == f"container:{pause.id}" for app in apps)
+    ctx.wait_until(rejoined, expected=f"web and sidecar running again, each one container in the new pause "
+                                      f"container's network (network mode container:{pause.short_id}...), "
+                                      "none left in the dead one's",
+                   happened=lambda: describe_networks(ctx, "pair", dead), timeout=15)
+
+    def coherent() -> bool:
+        status = listed_pods(ctx).get("pair", {}).get("status", {})
+        counts = {s.get("name"): s.get("restartCount") for s in status.get("containerStatuses") or []}
+        return (status.get("phase"), status.get("podIP"), counts) == (
+            "Running", pause.attrs["NetworkSettings"]["IPAddress"], {"web": 1, "sidecar": 1})
+    ctx.wait_until(coherent, expected="/pods to show pod pair Running, with the new pause container's IP as podIP "
+                                      f"({pause.attrs['NetworkSettings']['IPAddress']}) and restartCount 1 for web and "
+                                      "sidecar (each was re-created once, in the new sandbox)",
+                   happened=lambda: pod_answer(ctx, "pair"), timeout=10)
+    now = running_one(ctx, "bystander", "app")
+    if now is None or now.id != bystander.id:
+        raise StageFailure("pod bystander's container to keep running untouched: only pair's pause container died",
+                           f"its container {bystander.short_id} was replaced: {describe_networks(ctx, 'bystander')}")
+
+
+def stage_graceful_stop(ctx: KubeletContext) -> None:
+    """SIGTERM first, SIGKILL only after terminationGracePeriodSeconds: for an
+    edited container and for a deleted pod's."""
+    ctx.start_mine()
+    events = DockerEvents(ctx)
+    try:
+        polite = {"name": "polite", "image": "busybox:1.35", "command": ["sh", "-c"],
+                  "args": ["trap 'echo caught SIGTERM; exit 7' TERM; sleep 3600 & wait"],
+                  "env": [{"name": "VERSION", "value": "one"}]}
+        stubborn = {"name": "stubborn", "image": "busybox:1.35", "command": ["sh", "-c"],
+                    "args": ["trap '' TERM; sleep 3600 & wait"]}      # ignores SIGTERM
+        pod = pod_manifest("graceful", polite, stubborn)
+        pod["spec"]["terminationGracePeriodSeconds"] = GRACE
+        path = write_pod(ctx, pod)
+        first = wait_running(ctx, "graceful", "polite")
+        ignoring = wait_running(ctx, "graceful", "stubborn")
+        polite["env"][0]["value"] = "two"             # an edit: polite is replaced, so stopped
+        write_pod(ctx, pod)
+        expect_exit_by_trap(ctx, events, first, "once the manifest changed its env")
+        second = wait_running(ctx, "graceful", "polite")
+        path.unlink()
+        expect_exit_by_trap(ctx, events, second, "once its manifest was deleted")
+        expect_killed_after_grace(ctx, events, ignoring)
+    finally:
+        events.close()
+
+
+def expect_exit_by_trap(ctx: KubeletContext, events: DockerEvents, polite, when: str) -> None:
+    """polite traps SIGTERM and exits 7: that exit code means it was asked."""
+    died = ctx.wait_until(lambda: events.died(polite),
+                          expected=f"the polite container {polite.short_id} stopped {when}",
+                          happened=lambda: f"Docker's events for it: {told(events, polite)}", timeout=15)
+    code = int(died["Actor"]["Attributes"].get("exitCode", -1))
+    if code != 7 or 15 not in [number for number, _ in events.signals(polite)]:
+        raise StageFailure(f"a SIGTERM for the polite container {when}, and time to exit by itself: "
+                           "its trap prints and exits 7", f"Docker's events for it: {told(events, polite)}")
+
+
+def expect_killed_after_grace(ctx: KubeletContext, events: DockerEvents, stubborn) -> None:
+    """stubborn ignores SIGTERM: it must still run until the grace period is
+    over, and be killed then (Docker's own clock times both events)."""
+    died = ctx.wait_until(lambda: events.died(stubborn),
+                          expected=f"the stubborn container (it ignores SIGTERM) killed once its pod's "
+                                   f"{GRACE} s terminationGracePeriodSeconds are over",
+                          happened=lambda: f"Docker's events for it: {told(events, stubborn)}", timeout=GRACE + 20)
+    terms = [at for number, at in events.signals(stubborn) if number == 15]
+    if not terms:
+        raise StageFailure("a SIGTERM for the stubborn container first, and SIGKILL only once the grace period is over",
+                           f"Docker's events for it: {told(events, stubborn)}")
+    lasted = died["timeNano"] / 1e9 - terms[0]
+    if not GRACE - 1 <= lasted <= GRACE + 3:
+        raise StageFailure(f"SIGKILL for the stubborn container (it ignores SIGTERM) about {GRACE} s after its "
+                           "SIGTERM: the pod's terminationGracePeriodSeconds (a deleted pod's manifest is gone, "
+                           "its containers' labels are not)",
+                           f"it died {lasted:.1f} s after its SIGTERM ({told(events, stubborn)})")
+
+
 STAGES = [
     Stage(1, "runs a pod's container from a manifest", stage_runs_a_pod, GIVE),
     Stage(2, "the pause container: one network for the pod", stage_pause_container, ONE_NETWORK),
@@ -376,4 +546,7 @@ STAGES = [
     Stage(5, "restartPolicy: Always, OnFailure, Never", stage_restart_policy, KILL),
     Stage(6, "crash-loop back-off", stage_backoff, BACKOFF),
     Stage(7, "an edited manifest replaces the changed container", stage_edited_manifest, DECIDE),
+    Stage(8, "a dead pause container is replaced, and the pod's containers with it", stage_dead_sandbox,
+          DEAD_SANDBOX),
+    Stage(9, "a graceful stop: SIGTERM, then SIGKILL after the grace period", stage_graceful_stop, GRACEFUL),
 ]

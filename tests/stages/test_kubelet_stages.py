@@ -77,6 +77,13 @@ MISTAKES = [
     (6, "waits before the first restart too",
      "if restarts == 0:\n            return True\n        delay = min(self.backoff_initial * 2 ** (restarts - 1)",
      "delay = min(self.backoff_initial * 2 ** max(restarts - 1, 0)"),
+    # Forgets "container:" and so finds every app container in a changed
+    # sandbox: replaces them all at every sync, the untouched pod's too.
+    (8, "compares the network mode with the bare sandbox id",
+     '!= f"container:{sandbox.id}"', "!= sandbox.id"),
+    # Docker's stop without a timeout waits its own default, 10 s, not the pod's grace period.
+    (9, "stops with Docker's default timeout, not the pod's grace period",
+     'container.stop(timeout=int(container.labels.get(GRACE_PERIOD, "30")))', "container.stop()"),
 ]
 
 

@@ -40,6 +40,7 @@ class Kubelet:
         for key, containers in actual.items():
             if key not in desired:
                 for container in containers:
+                    self.stop_container(container)
                     container.remove(force=True)
                 log.info("pod removed", obj=key)
 
@@ -56,6 +57,12 @@ class Kubelet:
 
     def spec_changed(self, spec: dict, container) -> bool:
         return container.labels.get(HASH) != spec_hash(spec)
+
+    def sandbox_changed(self, container, sandbox) -> bool:
+        return sandbox is not None and container.attrs["HostConfig"]["NetworkMode"] != f"container:{sandbox.id}"
+
+    def stop_container(self, container) -> None:
+        container.stop(timeout=int(container.labels.get(GRACE_PERIOD, "30")))
 
 
 def pod_status(pod: dict, containers: list) -> dict:
