@@ -6,10 +6,11 @@ It serves one kind, pods, the way Kubernetes does: objects in a dict,
 mirrored to one JSON file each; every write numbered by one counter (the
 resourceVersion); a write based on an old read refused; every change
 streamed to watchers. Written for you: the HTTP routes (Flask), errors as
-Kubernetes Status objects, writing a file atomically, and the discovery
-documents the real kubectl reads before anything else. Yours to write, at
-the places marked TODO(stage N), is the store and the watch; each TODO
-names the lesson section that explains it.
+Kubernetes Status objects, writing a file atomically, saving the
+resourceVersion ceiling, and the discovery documents the real kubectl
+reads before anything else. Yours to write, at the places marked
+TODO(stage N), is the store and the watch, about 50 lines; each TODO says
+what to write, and names the lesson section that explains why.
 
 Grade your work with `make stage-02` (STAGE=N for one stage, MINE=path
 for your own copy). The stages talk to it only over HTTP, and in the end
@@ -40,43 +41,64 @@ def not_found(name: str) -> ApiError:
     return ApiError(404, "NotFound", f'pods "{name}" not found')
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Replace the file at path: a crash leaves the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    with open(temporary, "w") as file:
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+
+
 # ---------------------------------------------------------------- the store
+
+VERSION_BLOCK = 1000     # resourceVersions reserved at a time in DATA/resource-version
+
 
 class Store:
     """Pods in a dict, each mirrored to DATA/pods/NAMESPACE/NAME.json."""
 
     def __init__(self, data_dir: str):
         self.dir = Path(data_dir) / "pods"
+        self.ceiling_file = Path(data_dir) / "resource-version"
         self.pods: dict[tuple[str, str], dict] = {}    # (namespace, name) -> pod
         self.version = 0                                # the last resourceVersion given out
+        self.reserved = 0                               # the ceiling saved in ceiling_file
         self.history: list[dict] = []                   # every change since start: {"type", "object"}
         self.changed = threading.Condition()            # one lock for all; watchers wait on it
         self.load()
 
     def load(self) -> None:
         # TODO(stage 3): read every DATA/pods/*/*.json back into self.pods,
-        # and set self.version to the highest resourceVersion among them,
-        # so that numbers never go backwards after a restart. Lesson:
-        # "Durable: one JSON file per object" in lesson-1-store-rest-watch.md.
+        # and set self.version to the number in self.ceiling_file, the
+        # ceiling next_version() saved (0 if there is no such file yet), so
+        # that numbers never go backwards after a restart. Not the highest
+        # resourceVersion among the pods: a delete takes a version too and
+        # leaves no file, and a number handed out twice fools a watcher
+        # (stage 5 checks that, once you can delete). Lesson: "Durable: one
+        # JSON file per object" in lesson-1-store-rest-watch.md.
         pass
 
     def save(self, pod: dict) -> None:
-        """Write the pod's file atomically: a crash leaves the old file or the new, never half."""
-        path = self.dir / pod["metadata"]["namespace"] / f"{pod['metadata']['name']}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        with open(temporary, "w") as file:
-            json.dump(pod, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
+        write_atomically(self.dir / pod["metadata"]["namespace"] / f"{pod['metadata']['name']}.json",
+                         json.dumps(pod))
 
     def remove_file(self, namespace: str, name: str) -> None:
         (self.dir / namespace / f"{name}.json").unlink(missing_ok=True)
 
     def next_version(self) -> str:
-        """Call with self.changed held: the number for the next write, as Kubernetes sends it (a string)."""
+        """Call with self.changed held: the number for the next write, as Kubernetes sends it (a string).
+
+        Before it hands out a number above the ceiling saved in
+        self.ceiling_file, it saves a new ceiling a block higher, so every
+        number handed out is at most the saved ceiling, even after kill -9:
+        one file write per 1,000 versions, not one per write."""
         self.version += 1
+        if self.version > self.reserved:
+            self.reserved = self.version + VERSION_BLOCK
+            write_atomically(self.ceiling_file, f"{self.reserved}\n")
         return str(self.version)
 
     def record(self, kind: str, pod: dict) -> None:
@@ -110,24 +132,35 @@ class Store:
         raise ApiError(501, "NotImplemented", "Store.list is yours to write: see TODO(stage 2)")
 
     def update(self, namespace: str, name: str, pod: dict) -> dict:
-        # TODO(stage 4): replace the stored pod, unless the pod sent carries
-        # a metadata.resourceVersion other than the stored one: then raise
-        # ApiError(409, "Conflict", ...). Keep uid and creationTimestamp,
-        # give it the next version, save, record "MODIFIED". Lesson:
-        # "Optimistic concurrency" in lesson-1-store-rest-watch.md.
+        # TODO(stage 4): replace the stored pod by the pod sent, unless that
+        # carries a metadata.resourceVersion other than the stored one:
+        # then raise ApiError(409, "Conflict", ...). One sent without a
+        # resourceVersion is an unconditional update (Kubernetes allows it
+        # for pods): no check. Keep the stored uid and creationTimestamp (a
+        # client may leave them out), give it the next version, save it
+        # (an update lost in a crash is a lie told to the client), put it
+        # in self.pods and record "MODIFIED". Never change the stored dict
+        # itself: it is the object of an event in self.history already.
+        # Lesson: "Optimistic concurrency" in lesson-1-store-rest-watch.md.
         raise ApiError(501, "NotImplemented", "Store.update is yours to write: see TODO(stage 4)")
 
     def delete(self, namespace: str, name: str) -> dict:
         # TODO(stage 5): remove the pod and its file; record "DELETED" with
-        # the pod at a new resourceVersion; return it (404 if there is
-        # none). Lesson: "Deleting: finalizers and grace" in lesson-1-store-rest-watch.md.
+        # a copy of the pod at a new resourceVersion (a delete is a change,
+        # and a watcher must be able to resume after the pod's last version
+        # and still see it go); return it (404 if there is none). Lesson:
+        # "Durable: one JSON file per object" in lesson-1-store-rest-watch.md.
         raise ApiError(501, "NotImplemented", "Store.delete is yours to write: see TODO(stage 5)")
 
     def watch(self, namespace: str | None, since: int, stop: threading.Event):
-        # TODO(stage 6): a generator: yield every change to the namespace's
-        # pods after resourceVersion `since`, in order ({"type": ...,
-        # "object": ...} from self.history), then wait on self.changed for
-        # more (a second at a time, to notice stop), until stop is set.
+        # TODO(stage 6): a generator: yield every change to the pods of
+        # `namespace` (None: of every namespace) after resourceVersion
+        # `since`, in order ({"type": ..., "object": ...} from
+        # self.history), then wait on self.changed for more (a second at a
+        # time, to notice stop), until stop is set. Yield outside the lock:
+        # a slow client must not hold up the writers. (self.history starts
+        # empty at every start; the lesson's server keeps an event log on
+        # disk, so a watch resumes across a restart. Yours needn't.)
         # Lesson: "Watch: one history, many cursors" in lesson-1-store-rest-watch.md.
         raise ApiError(501, "NotImplemented", "Store.watch is yours to write: see TODO(stage 6)")
 

@@ -49,7 +49,12 @@ log = get_logger("dns")
 
 def rrset(name: dns.name.Name | str, rdtype, *values: str) -> dns.rrset.RRset:
     """Records of one name and type: rrset(name, A, "10.96.0.7", ...),
-    rrset(name, SRV, "0 100 80 web.shop.svc.cluster.local.")."""
+    rrset(name, SRV, "0 100 80 web.shop.svc.cluster.local."). Its .rdtype
+    is the type (A, SRV, PTR: compare with ==)."""
+    if not values:
+        # dnspython would build it, and write a reply no client can read.
+        raise ValueError(f"rrset({name}, {dns.rdatatype.to_text(rdtype)}) with no values: a name with no "
+                         "records of a type is NODATA, an answer with no rrset, so leave the rrset out ([])")
     return dns.rrset.from_text_list(name, TTL, dns.rdataclass.IN, rdtype, list(values))
 
 
@@ -66,14 +71,16 @@ class Records:
         # None when there is no such Service (self.services.get()); else
         # [rrset(name, A, its spec.clusterIP)]. A headless Service
         # (clusterIP "None") has no address of its own: from stage 3, the A
-        # records of self.ready_ips(); until then, []. Lesson: "Names:
-        # cluster DNS" in 05-proxy-dns/lesson-2-services.md.
+        # records of self.ready_ips(), or [] when there is none; until
+        # then, []. Lesson: "Names: cluster DNS" in
+        # 05-proxy-dns/lesson-2-services.md.
         raise NotImplementedError("service_records() is yours to write: see TODO(stage 1)")
 
     def only(self, records: list | None, rdtype) -> tuple[int, list]:
         # TODO(stage 2): the rcode and the answer. records None: the name
         # does not exist, NXDOMAIN and no answer. Otherwise the name exists,
-        # NOERROR, and the answer is only the records of the type asked for:
+        # NOERROR, and the answer is only the records of the type asked for
+        # (each rrset in records has .rdtype, to compare with rdtype):
         # none of them is "NODATA" (NOERROR, empty answer), which tells a
         # resolver to try AAAA elsewhere but not to give up on the name.
         # Lesson: "Names: cluster DNS" in lesson-2-services.md.
@@ -81,17 +88,23 @@ class Records:
 
     def ready_ips(self, namespace: str, service_name: str) -> list[str]:
         # TODO(stage 3): the IPs of the Service's ready pods: its Endpoints
-        # object of the same name (self.endpoints.get()), every subset's
-        # "addresses" (not "notReadyAddresses"), each {"ip": ...}.
+        # object of the same name (self.endpoints.get(): None until the
+        # endpoints controller writes it), the "addresses" (not
+        # "notReadyAddresses") of every one of its "subsets" (one per set
+        # of ports: pods whose ports differ are in different subsets; no
+        # "subsets" at all when no pod is there), each {"ip": ...}.
         # Lesson: "Names: cluster DNS" in lesson-2-services.md.
         return []
 
     def srv_records(self, namespace: str, service_name: str, port: str, protocol: str,
                     name: dns.name.Name) -> list | None:
         # TODO(stage 4): _<port>._<protocol>.<service>.<namespace>.svc.cluster.local
-        # (port and protocol given without their "_"): for each of the
-        # Service's spec.ports with that name and protocol (lower case;
-        # "TCP" when unset), the SRV record "0 100 <port> <service>.<namespace>.svc.cluster.local."
+        # (port and protocol given without their "_", in lower case:
+        # lookup() lowers every label, so "tcp"; a Service's spec.ports say
+        # "TCP", which the API server fills in when a Service leaves it
+        # out): for each
+        # of the Service's spec.ports with that name and protocol, the SRV
+        # record "0 100 <port> <service>.<namespace>.svc.cluster.local."
         # None when there is no such Service or port. Lesson: "Names:
         # cluster DNS" in lesson-2-services.md.
         return None

@@ -21,15 +21,15 @@ import requests
 from common.ports import free_port
 from stage_runner import Client, Hint, Program, Stage, StageContext, StageFailure
 
+INDEX = "02-apiserver/README.md"
 PART1 = "02-apiserver/lesson-1-store-rest-watch.md"
 PART2 = "02-apiserver/lesson-2-run-the-api-server.md"
 
+VERSIONS = Hint("The idea", INDEX)                  # "One counter orders every change": opaque strings
 ONE_PATH = Hint("One path for every request", PART1)
 DURABLE = Hint("Durable: one JSON file per object", PART1)
 CONCURRENCY = Hint("Optimistic concurrency", PART1)
 WATCH = Hint("Watch: one history, many cursors", PART1)
-DELETING = Hint("Deleting: finalizers and grace", PART1)
-PULL_THE_PLUG = Hint("9. Pull the plug", PART2)
 KUBECTL = Hint("3. The real kubectl", PART2)
 
 
@@ -99,7 +99,7 @@ def version(obj: dict) -> int:
     value = (obj.get("metadata") or {}).get("resourceVersion")
     if not isinstance(value, str) or not value.isdigit():
         raise StageFailure("metadata.resourceVersion to be a string of digits, as Kubernetes sends it",
-                           f"it is {value!r}", ONE_PATH)
+                           f"it is {value!r}", VERSIONS)
     return int(value)
 
 
@@ -183,20 +183,52 @@ def stage_concurrency(ctx: LearnerAPIServer) -> None:
                            f"the labels are {got['metadata'].get('labels')}")
     expect_status(ctx.api.put("/api/v1/namespaces/default/pods/nobody", pod_object("nobody")), 404, "NotFound",
                   "PUT of a pod that does not exist")
+    # A client that leaves out resourceVersion, uid and creationTimestamp
+    # (the server's fields) makes an unconditional update, which
+    # Kubernetes allows for pods; the server keeps its uid and timestamp.
+    fresh = got
+    for field in ("resourceVersion", "uid", "creationTimestamp"):
+        del fresh["metadata"][field]
+    fresh["metadata"]["labels"] = {"tier": "cache"}
+    last = expect_code(ctx.api.put(path, fresh), 200, "PUT of pod web without a metadata.resourceVersion "
+                                                       "(an unconditional update, which Kubernetes allows for pods)")
+    for field in ("uid", "creationTimestamp"):
+        if last["metadata"].get(field) != created["metadata"][field]:
+            raise StageFailure(f"a PUT that leaves out metadata.{field} to keep the stored one, "
+                               f"{created['metadata'][field]}", f"the pod came back with {last['metadata'].get(field)!r}")
+    ctx.crash_and_restart()
+    got = expect_code(ctx.api.get(path), 200, "GET of pod web after kill -9 and a restart")
+    if got["metadata"].get("labels") != {"tier": "cache"} or got["metadata"].get("resourceVersion") != \
+            last["metadata"]["resourceVersion"]:
+        raise StageFailure(f"pod web after kill -9 and a restart as its last update left it: labels {{'tier': 'cache'}}, "
+                           f"resourceVersion {last['metadata']['resourceVersion']} (a 200 means it is on disk)",
+                           f"it came back with labels {got['metadata'].get('labels')}, resourceVersion "
+                           f"{got['metadata'].get('resourceVersion')!r}", DURABLE)
+    after = create(ctx, "new")
+    if version(after) <= version(last):
+        raise StageFailure(f"the first write after the restart to get a resourceVersion above {version(last)}, "
+                           "the last update's (versions never go backwards)", f"it got {version(after)}", DURABLE)
 
 
 def stage_delete(ctx: LearnerAPIServer) -> None:
     ctx.start_server()
-    create(ctx, "web")
     create(ctx, "db")
+    create(ctx, "web")              # the newest pod: its delete takes the highest version yet
     path = "/api/v1/namespaces/default/pods/web"
     expect_code(ctx.api.delete(path), 200, "DELETE of pod web")
     expect_status(ctx.api.get(path), 404, "NotFound", "GET of the deleted pod")
     expect_status(ctx.api.delete(path), 404, "NotFound", "a second DELETE of it")
+    before = version(expect_code(ctx.api.get("/api/v1/namespaces/default/pods"), 200, "GET of the pods"))
     ctx.crash_and_restart()
     expect_status(ctx.api.get(path), 404, "NotFound", "GET of the deleted pod after kill -9 and a restart "
-                                                      "(its file removed)", PULL_THE_PLUG)
+                                                      "(its file removed)")
     expect_code(ctx.api.get("/api/v1/namespaces/default/pods/db"), 200, "GET of pod db (not deleted)")
+    after = create(ctx, "new")
+    if version(after) <= before:
+        raise StageFailure(f"the first write after the restart to get a resourceVersion above {before}, the "
+                           "store's version before the crash (versions never go backwards)",
+                           f"it got {version(after)}, a number reached before the crash (the newest write, web's "
+                           "DELETE, left no file: the pods' files alone cannot say how far the counter got)")
 
 
 class Watcher:
@@ -234,7 +266,7 @@ def stage_watch(ctx: LearnerAPIServer) -> None:
     created = create(ctx, "web")
     changed = json.loads(json.dumps(created))
     changed["metadata"]["labels"] = {"app": "web"}
-    expect_code(ctx.api.put(f"{path}/web", changed), 200, "PUT of pod web")
+    updated = expect_code(ctx.api.put(f"{path}/web", changed), 200, "PUT of pod web")
     expect_code(ctx.api.delete(f"{path}/web"), 200, "DELETE of pod web")
     wanted = ["ADDED web", "MODIFIED web", "DELETED web"]
     replay = Watcher(ctx, start)
@@ -244,15 +276,34 @@ def stage_watch(ctx: LearnerAPIServer) -> None:
     if replay.seen()[:3] != wanted:
         raise StageFailure(f"a watch from resourceVersion {start} to replay {wanted}, in order",
                            f"it sent {replay.seen()}" + (f" and then {replay.error}" if replay.error else ""))
+    check_replayed_objects(*(event["object"] for event in replay.events[:3]), created=created, updated=updated)
     now = version(expect_code(ctx.api.get(path), 200, "GET of the pods"))
     live = Watcher(ctx, now)
+    create(ctx, "elsewhere", "kube-system")
     create(ctx, "late")
     ctx.wait_until(lambda: "ADDED late" in live.seen() or live.error,
                    expected=f"a watch from resourceVersion {now} to send ADDED late, created after it opened",
                    happened=lambda: f"it sent {live.seen()}")
     if live.seen() != ["ADDED late"]:
-        raise StageFailure(f"a watch from resourceVersion {now} to send only what came after: ADDED late",
+        raise StageFailure(f"a watch of namespace default from resourceVersion {now} to send only what came after "
+                           "it, and only in default: ADDED late (pod elsewhere is in kube-system)",
                            f"it sent {live.seen()}" + (f" and then {live.error}" if live.error else ""))
+
+
+def check_replayed_objects(added: dict, modified: dict, deleted: dict, *, created: dict, updated: dict) -> None:
+    """Each event's object is the pod as it was at that change: the history is not rewritten."""
+    if version(added) != version(created) or added["metadata"].get("labels"):
+        raise StageFailure(f"the replayed ADDED web to be the pod as created: resourceVersion {version(created)}, "
+                           "no labels", f"it has resourceVersion {version(added)} and labels "
+                           f"{added['metadata'].get('labels')}: the update changed the stored pod in place, "
+                           "and with it the object of the earlier event")
+    if version(modified) != version(updated):
+        raise StageFailure(f"the replayed MODIFIED web at the version the PUT answered, {version(updated)}",
+                           f"it has resourceVersion {version(modified)}")
+    if version(deleted) <= version(modified):
+        raise StageFailure(f"the DELETED web at a new resourceVersion, above the MODIFIED one ({version(modified)})",
+                           f"it has {version(deleted)}: a watcher that resumes from {version(modified)} "
+                           "would never see web go")
 
 
 def stage_kubectl(ctx: LearnerAPIServer) -> None:
@@ -288,7 +339,7 @@ STAGES = [
     Stage(2, "list: a namespace's pods, every namespace's, and the version it is as of", stage_list, WATCH),
     Stage(3, "durable: kill -9 and restart, nothing lost, versions never go back", stage_durable, DURABLE),
     Stage(4, "optimistic concurrency: a write based on an old read is a 409", stage_concurrency, CONCURRENCY),
-    Stage(5, "delete, for good", stage_delete, DELETING),
+    Stage(5, "delete, for good, its version never handed out again", stage_delete, DURABLE),
     Stage(6, "watch: replay from a version, then live", stage_watch, WATCH),
     Stage(7, "the real kubectl lists, reads and deletes your pods", stage_kubectl, KUBECTL),
 ]

@@ -54,13 +54,18 @@ def create_service(ctx: WithDNS, name: str, *, headless: bool = False, ports: li
     return response.json()
 
 
-def create_endpoints(ctx: WithDNS, name: str, ready: list[str], not_ready: list[str]) -> None:
-    """What the endpoints controller writes for a Service's pods."""
-    subset = {"addresses": [{"ip": ip} for ip in ready], "notReadyAddresses": [{"ip": ip} for ip in not_ready],
-              "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}
+def subset(port: int, ready: list[str], not_ready: list[str] = ()) -> dict:
+    """The pods of an Endpoints object that share one set of ports."""
+    return {"addresses": [{"ip": ip} for ip in ready], "notReadyAddresses": [{"ip": ip} for ip in not_ready],
+            "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}
+
+
+def create_endpoints(ctx: WithDNS, name: str, subsets: list[dict]) -> None:
+    """What the endpoints controller writes for a Service's pods (no
+    "subsets" key at all when there are none, as Kubernetes leaves it out)."""
     response = ctx.api.post(f"/api/v1/namespaces/{NAMESPACE}/endpoints",
                             {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": name},
-                             "subsets": [subset]})
+                             **({"subsets": subsets} if subsets else {})})
     assert response.status_code == 201, response.text
 
 
@@ -97,6 +102,8 @@ def ask(ctx: WithDNS, name: str, rdtype: str = "A", tcp: bool = False) -> Answer
     try:
         send = dns.query.tcp if tcp else dns.query.udp
         return Answer(send(query, "127.0.0.1", port=ctx.port, timeout=0.5))
+    except dns.exception.FormError as error:
+        return Answer(None, f'FormError "{error}": a reply dnspython cannot read (an rrset with no records makes one)')
     except (dns.exception.DNSException, OSError) as error:
         return Answer(None, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__)
 
@@ -145,13 +152,21 @@ def stage_nxdomain_nodata(ctx: WithDNS) -> None:
 
 def stage_headless(ctx: WithDNS) -> None:
     create_service(ctx, "db", headless=True)
-    create_endpoints(ctx, "db", ready=["10.244.1.7", "10.244.2.9"], not_ready=["10.244.1.8"])
+    # Two subsets: db's pods listen on two different ports (say, during a
+    # rollout that changed the port), so the endpoints controller groups them.
+    create_endpoints(ctx, "db", [subset(8080, ["10.244.1.7"], not_ready=["10.244.1.8"]),
+                                 subset(8443, ["10.244.2.9"])])
     create_service(ctx, "empty", headless=True)
+    create_endpoints(ctx, "empty", [])
+    create_service(ctx, "new", headless=True)             # no Endpoints object yet
     ctx.start_mine()
     wait_for_answer(ctx, fqdn("db"), "A", ["10.244.1.7", "10.244.2.9"],
-                    why="db is headless (clusterIP None): one record per ready pod, and 10.244.1.8 is not ready")
+                    why="db is headless (clusterIP None): one record per ready pod, in every subset of its "
+                        "Endpoints (10.244.2.9 is in the second), and 10.244.1.8 is not ready")
     wait_for_answer(ctx, fqdn("empty"), "A", None,
-                    why="a headless Service with no ready pod exists, with no address: NODATA")
+                    why="a headless Service whose Endpoints has no subsets, no pod: it exists, with no address: NODATA")
+    wait_for_answer(ctx, fqdn("new"), "A", None,
+                    why="a headless Service with no Endpoints object yet exists, with no address: NODATA")
 
 
 def stage_srv(ctx: WithDNS) -> None:

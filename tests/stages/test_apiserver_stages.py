@@ -60,12 +60,26 @@ def test_a_stage_fails_a_server_without_what_it_grades(tmp_path, number):
 
 # Mistakes a learner could make in a part that looks finished, and the
 # stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).
+CEILING = "self.version = int(self.ceiling_file.read_text())"
 MISTAKES = [
-    (3, "loads the pods but not the version", 'self.version = max(self.version, int(pod["metadata"]["resourceVersion"]))',
-     "pass"),
+    (3, "loads the pods but not the version", CEILING, "pass"),
     (4, "never checks the version sent", 'if sent and sent != current["metadata"]["resourceVersion"]:', "if False:"),
+    (4, "refuses a PUT without a resourceVersion (Kubernetes allows it for pods)", "if sent and sent != ",
+     "if sent != "),
+    (4, "drops the uid and creationTimestamp a PUT leaves out", 'for field in ("namespace", "uid", "creationTimestamp"):',
+     'for field in ("namespace",):'),
+    (4, "never saves an update: kill -9 loses it", 'self.next_version()\n            self.save(pod)',
+     "self.next_version()"),
+    (4, "starts the counter from the number of pods", CEILING, "self.version = len(self.pods)"),
+    (5, "starts the counter from the pods' highest version (a deleted pod's is lost)", CEILING,
+     'self.version = max([int(p["metadata"]["resourceVersion"]) for p in self.pods.values()] or [0])'),
     (5, "leaves the file behind", "self.remove_file(namespace, name)", "pass"),
     (6, "sends the whole history", 'if int(meta["resourceVersion"]) > since', "if True"),
+    (6, "ignores the namespace", ' and namespace in (None, meta["namespace"])', ""),
+    (6, "records DELETED at the pod's old version", '"resourceVersion": self.next_version()}}',
+     '"resourceVersion": pod["metadata"]["resourceVersion"]}}'),
+    (6, "changes the stored pod in place, rewriting the history", "self.pods[namespace, name] = pod",
+     "current.update(pod); pod = current"),
 ]
 
 
@@ -73,7 +87,7 @@ MISTAKES = [
 def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right, wrong):
     mine = solved(STARTER, tmp_path, set(range(1, KUBECTL_STAGE)))
     source = mine.read_text()
-    assert right in source, f"the solution no longer has {right!r}"
+    assert source.count(right) == 1, f"the solved starter has {source.count(right)} of {right!r}, not one"
     mine.write_text(source.replace(right, wrong))
     result = run_stage(STAGES[number - 1], mine, CONTEXT)
     assert result.failure is not None, f"stage {number} passed a server that {mistake}"

@@ -60,7 +60,11 @@ MISTAKES = [
     (2, "answers every type with the A record", "[r for r in records if r.rdtype == rdtype]", "records"),
     (3, "counts pods that are not ready", 'for address in subset.get("addresses") or []]',
      'for address in (subset.get("addresses") or []) + (subset.get("notReadyAddresses") or [])]'),
-    (4, "ignores the protocol", 'and p.get("protocol", "TCP").lower() == protocol]', "]"),
+    (3, "reads only the first subset", 'for subset in endpoints.get("subsets") or []',
+     'for subset in (endpoints.get("subsets") or [])[:1]'),
+    (3, "builds an rrset with no records when no pod is ready", "return [rrset(name, A, *ips)] if ips else []",
+     "return [rrset(name, A, *ips)]"),
+    (4, "ignores the protocol", 'and p["protocol"].lower() == protocol]', "]"),
 ]
 
 

@@ -15,7 +15,8 @@ class Store:
         for path in self.dir.glob("*/*.json"):
             pod = json.loads(path.read_text())
             self.pods[pod["metadata"]["namespace"], pod["metadata"]["name"]] = pod
-            self.version = max(self.version, int(pod["metadata"]["resourceVersion"]))
+        if self.ceiling_file.exists():
+            self.version = int(self.ceiling_file.read_text())
 
     def get(self, namespace: str, name: str) -> dict:
         with self.changed:

@@ -39,7 +39,7 @@ class Records:
             return None
         target = f"{service_name}.{namespace}.svc.{DOMAIN}"
         records = [f"0 100 {p['port']} {target}" for p in service["spec"].get("ports") or []
-                   if p.get("name") == port and p.get("protocol", "TCP").lower() == protocol]
+                   if p.get("name") == port and p["protocol"].lower() == protocol]
         return [rrset(name, SRV, *records)] if records else None
 
     def reverse(self, ip: str, name: dns.name.Name) -> list | None:
