@@ -155,6 +155,37 @@ def test_the_schema_refuses_with_field_paths_and_prunes_unknown_fields(api, crd,
     assert refused.status_code == 415
 
 
+def test_a_custom_object_needs_a_resource_version_to_be_replaced(api, crd, namespace, kubectl, tmp_path):
+    """Built-in kinds take a PUT without metadata.resourceVersion as a blind
+    overwrite; a custom kind does not (its strategy's AllowUnconditionalUpdate
+    is false): 422, in Kubernetes' words."""
+    group, _ = crd
+    path = f"/apis/{group}/v1/namespaces/{namespace}/websites"
+    made = api.post(path, _website("site", message="one")).json()
+    blind = {"apiVersion": f"{group}/v1", **_website("site", message="two")}
+    refused = api.put(f"{path}/site", blind)
+    assert refused.status_code == 422, refused.text
+    assert refused.json()["message"] == (f'websites.{group} "site" is invalid: metadata.resourceVersion: '
+                                         "Invalid value: 0x0: must be specified for an update")
+    assert refused.json()["details"] == {"name": "site", "group": group, "kind": "websites", "causes": [
+        {"reason": "FieldValueInvalid", "message": "Invalid value: 0x0: must be specified for an update",
+         "field": "metadata.resourceVersion"}]}
+    assert api.get(f"{path}/site").json()["spec"]["message"] == "one"
+    # With the version read, the same PUT is an update. kubectl replace reads
+    # it for you when the file has none (its Replace helper GETs the object first).
+    blind["metadata"]["resourceVersion"] = made["metadata"]["resourceVersion"]
+    assert api.put(f"{path}/site", blind).status_code == 200
+    k = Kubectl(kubectl, api.url, namespace, tmp_path)
+    del blind["metadata"]["resourceVersion"]
+    blind["spec"]["message"] = "three"
+    assert "replaced" in k("replace", "-f", "-", stdin=yaml.safe_dump(blind))
+    assert api.get(f"{path}/site").json()["spec"]["message"] == "three"
+    # A ConfigMap, like every built-in kind here, takes the blind overwrite.
+    assert api.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {"name": "c"}}).status_code == 201
+    assert api.put(f"/api/v1/namespaces/{namespace}/configmaps/c",
+                   {"metadata": {"name": "c"}, "data": {"k": "v"}}).status_code == 200
+
+
 def test_the_status_subresource_splits_spec_and_status(api, crd, namespace):
     group, _ = crd
     path = f"/apis/{group}/v1/namespaces/{namespace}/websites"
