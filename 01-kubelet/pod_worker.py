@@ -104,6 +104,8 @@ class PodWorker:
             return current.id, self.host_ip if host_network else current.ip
         key, uid = cfg.pod_key(pod), pod["metadata"]["uid"]
         backoff_key = cfg.BackoffKey(uid, cfg.SANDBOX_NAME, cfg.sandbox_hash(pod))
+        if actions.sandbox_attempt:          # there was one: it died, or the pod's network changed
+            self.events.event(pod, "Normal", "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
         try:
             self.runtime.ensure_image(self.pause_image, "IfNotPresent")
             sandbox_id = self.runtime.run_sandbox(pod, self.pause_image, actions.sandbox_attempt)

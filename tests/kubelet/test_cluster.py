@@ -268,6 +268,26 @@ def test_a_pod_runs_on_its_node_only_and_kubectl_delete_removes_it(cluster, dock
         delete_now(cluster.api, name)
 
 
+def test_a_killed_pause_container_is_a_new_sandbox_told_as_SandboxChanged(cluster, docker_client):
+    name, home = unique("sandboxed"), cluster.node1
+    create_pod(cluster.api, name, home.node_name, [container("app", "exec sleep 3600")])
+    try:
+        wait_pod(cluster, name, running_with_ip, 60, "Running with a pod IP")
+        [pause] = [c for c in home.containers(name, all=False) if c.labels["io.kubernetes.container.name"]
+                   == SANDBOX_NAME]
+        pause.kill()
+        # A new pause container, the app restarted in its network (a restart, as in Kubernetes).
+        wait_pod(cluster, name, lambda p: running_with_ip(p) and p["status"]["containerStatuses"][0]["restartCount"]
+                 == 1, 60, "Running again, its container restarted once")
+        [new] = [c for c in home.containers(name, all=False) if c.labels["io.kubernetes.container.name"]
+                 == SANDBOX_NAME]
+        assert new.id != pause.id
+        events = wait_events(cluster, name, {("Normal", "SandboxChanged")})
+        assert messages(events, "SandboxChanged") == ["Pod sandbox changed, it will be killed and re-created."]
+    finally:
+        delete_now(cluster.api, name)
+
+
 # --- 3. troubles, as kubectl shows them ------------------------------------------------
 
 @pytest.fixture(scope="module")
