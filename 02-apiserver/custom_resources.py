@@ -235,6 +235,28 @@ def apply_defaults(resource, obj: dict) -> dict:
     return obj
 
 
+class _GoZero:
+    """How Go prints the uint64 Kubernetes parsed from a missing
+    resourceVersion in a field error (%#v of a uint64): 0x0."""
+
+    def __str__(self) -> str:
+        return "0x0"
+
+
+def check_unconditional_update(resource, name: str, resource_version: str | None) -> None:
+    """An update that names no resourceVersion overwrites whatever is
+    stored. Built-in kinds allow it (their strategies' AllowUnconditionalUpdate);
+    a custom kind does not, since nobody knows what a blind overwrite of a
+    stranger's object could undo: 422, as Kubernetes' generic store says it
+    (the kind as plural.group)."""
+    if resource_version or not isinstance(resource, CustomResource):
+        return
+    error = api_errors.invalid(resource, f"{resource.plural}.{resource.group}", name,
+                               [invalid("metadata.resourceVersion", _GoZero(), "must be specified for an update")])
+    error.details["kind"] = resource.plural
+    raise error
+
+
 # Kubernetes' message: a strategic merge patch needs to know how each list
 # merges, which only Go types say; a custom kind takes JSON and merge patches.
 _PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")

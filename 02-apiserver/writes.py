@@ -219,16 +219,14 @@ def update_object(info, change, subresource: str = "") -> dict:
     def update_fn(current: dict) -> dict:
         old = copy.deepcopy(current)
         changed = change(current)
-        # A stale resourceVersion is a 409 before anything else: validating
-        # the client's old copy against the new object would blame the
-        # client for someone else's change (a 422 "podCIDR may not change"
-        # to a controller whose node was given its range meanwhile).
-        # Kubernetes' store checks it first too.
+        # A stale resourceVersion is a 409 before anything else (as in
+        # Kubernetes' store): validating the client's old copy against the new
+        # object would blame the client for someone else's change (a 422
+        # "podCIDR may not change" to a controller whose node got its range meanwhile).
         sent = (changed.get("metadata") or {}).get("resourceVersion")
         if sent and sent != old["metadata"]["resourceVersion"]:
             raise api_errors.conflict(info.resource, info.name)
-        if not sent:
-            _check_unconditional_update_allowed(info)
+        custom_resources.check_unconditional_update(info.resource, info.name, sent)
         # Defaults first, as Kubernetes applies them when it decodes: a PUT
         # that leaves out a defaulted field has not changed the spec.
         new = custom_resources.apply_defaults(
@@ -247,29 +245,6 @@ def update_object(info, change, subresource: str = "") -> dict:
     except _DryRunResult as result:
         return result.obj
     return finish_deletion_if_done(server(), info.resource, stored)[0]
-
-
-class _GoZero:
-    """How Go prints the uint64 Kubernetes parsed from a missing
-    resourceVersion in a field error (%#v of a uint64): 0x0."""
-
-    def __str__(self) -> str:
-        return "0x0"
-
-
-def _check_unconditional_update_allowed(info) -> None:
-    """An update that names no resourceVersion overwrites whatever is
-    stored. Built-in kinds allow it (their strategies' AllowUnconditionalUpdate);
-    a custom kind does not, since nobody knows what a blind overwrite of a
-    stranger's object could undo: 422, as Kubernetes' generic store says it
-    (the kind as plural.group)."""
-    if not isinstance(info.resource, custom_resources.CustomResource):
-        return
-    resource = info.resource
-    error = api_errors.invalid(resource, f"{resource.plural}.{resource.group}", info.name,
-                               [invalid("metadata.resourceVersion", _GoZero(), "must be specified for an update")])
-    error.details["kind"] = resource.plural
-    raise error
 
 
 class _DryRunResult(Exception):
