@@ -35,6 +35,11 @@ from apiserver_harness import APIServer, Client  # noqa: E402
 from common.processes import stop_within
 from common.your_program import display, environment, last_lines
 
+# Every wait's deadline is multiplied by this: 1 for a learner. The tests
+# that keep the stages honest run with less (honesty.py), where most of
+# their time is waiting out deadlines a component lacking a part never meets.
+PATIENCE = 1.0
+
 # What a starter raises where the learner has not written a part yet, as
 # the program logs it (in a traceback, or quoted in a log line's error=).
 UNWRITTEN = re.compile(r"NotImplementedError: ([^'\"\n]+)")
@@ -126,6 +131,7 @@ class StageContext:
                    timeout: float = 10, hint: Hint | None = None):
         """Poll check() until it returns something truthy, or fail with
         expected/happened(). A program of the learner's that exits fails at once."""
+        timeout *= PATIENCE
         deadline = time.monotonic() + timeout
         while True:
             for program in self.programs:
