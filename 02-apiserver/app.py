@@ -17,7 +17,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
-from flask import Flask
+from flask import Flask, g
 from werkzeug.exceptions import HTTPException
 
 import access_review
@@ -161,7 +161,8 @@ def _register_error_handlers(app: Flask) -> None:
     # error page would be printed raw.
     @app.errorhandler(api_errors.APIError)
     def api_error(error: api_errors.APIError):
-        return respond(error.status(), error.code)
+        # With the Warning headers of the fields the body's decoding dropped (writes.py).
+        return respond(error.status(), error.code, g.get("field_warnings", ()))
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):

@@ -80,7 +80,13 @@ def _field_validation(obj: dict, body: bytes, resource) -> list[str]:
     """Unknown and duplicate fields per ?fieldValidation=: the published
     schema of a built-in kind, the openAPIV3Schema of a custom one."""
     mode = request.args.get("fieldValidation")
-    return decode.apply_field_validation(obj, body, resource, mode) + custom_resources.prune(obj, resource, mode)
+    warnings = decode.apply_field_validation(obj, body, resource, mode) + custom_resources.prune(obj, resource, mode)
+    # Kept for an error response too (app.py): a dropped field may be why the
+    # object is refused next, a misspelt `containers` and then 422
+    # "spec.containers: Required value". Kubernetes sends its warnings with
+    # whatever answer follows.
+    g.field_warnings = warnings
+    return warnings
 
 
 def _set_namespace(obj: dict, info) -> None:

@@ -48,65 +48,91 @@ class _Node:
         return self.fields is None and self.items is None and self.values is None
 
 
-_by_definition: dict[str, _Node] = {}   # definition name -> compiled node
-_filling: set[int] = set()              # ids of definition nodes being compiled
+_by_definition: dict[str, _Node] = {}   # definition name -> compiled node, completely filled in
 _UNKNOWN = _Node()                      # a sentinel: no schema field maps to it
 _roots: dict[tuple[str, str, str], _Node | None] = {}   # (group, version, kind)
 
 
-def _compile(schema: dict) -> _Node:
-    name = schemas.ref_name(schema)
-    if name is None:
-        node = _Node()
-        _fill(node, schema)
+class _Compilation:
+    """One kind's schema, being compiled into nodes.
+
+    Request threads walk compiled nodes with no lock, so no node may be
+    shared before it is completely filled in. The definitions this
+    compilation adds stay in `self.new` until all of them are, and only then
+    go into `_by_definition`. (Shared at once, they let a second request
+    thread find PodSpec half-filled, take spec.containers for an unknown
+    field and drop it: a valid pod refused with 422 "spec.containers:
+    Required value".) Two threads that compile the same kind at the same
+    moment both do the work and publish equal nodes; nobody waits.
+    type_check.py, compiling the same schemas, takes a lock instead: either
+    way, no request sees a node half-filled."""
+
+    def __init__(self) -> None:
+        self.new: dict[str, _Node] = {}   # definition name -> node, made by this compilation
+        self.filling: set[int] = set()    # ids of the definition nodes being filled in now
+
+    def compile(self, schema: dict) -> _Node:
+        name = schemas.ref_name(schema)
+        if name is None:
+            node = _Node()
+            self.fill(node, schema)
+            return node
+        node = _by_definition.get(name) or self.new.get(name)
+        if node is None:
+            # Register before filling: definitions refer to themselves
+            # (JSONSchemaProps), and the second visit must find this node.
+            node = self.new[name] = _Node()
+            self.filling.add(id(node))
+            self.fill(node, schemas.definitions()[name])
+            self.filling.discard(id(node))
         return node
-    node = _by_definition.get(name)
-    if node is None:
-        # Register before filling: definitions refer to themselves
-        # (JSONSchemaProps), and the second visit must find this node.
-        node = _by_definition[name] = _Node()
-        _filling.add(id(node))
-        try:
-            _fill(node, schemas.definitions()[name])
-        finally:
-            _filling.discard(id(node))
-    return node
 
+    def fill(self, node: _Node, schema: dict) -> None:
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return                                      # anything goes
+        if "properties" in schema:
+            node.fields = {}
+            for field, sub in schema["properties"].items():
+                child = self.compile(sub)
+                # A node still being filled looks like a leaf but is not one.
+                leaf = child.is_leaf and id(child) not in self.filling
+                node.fields[field] = None if leaf else child
+        elif isinstance(schema.get("additionalProperties"), dict):
+            node.values = self.compile(schema["additionalProperties"])   # labels, limits, data
+        elif schema.get("additionalProperties") is False:
+            node.fields = {}
+        elif "items" in schema:
+            node.items = self.compile(schema["items"])
+        # Anything else is a leaf or an object without listed properties: both
+        # accept any content.
 
-def _fill(node: _Node, schema: dict) -> None:
-    if schema.get("x-kubernetes-preserve-unknown-fields"):
-        return                                      # anything goes
-    if "properties" in schema:
-        node.fields = {}
-        for field, sub in schema["properties"].items():
-            child = _compile(sub)
-            # A node still being filled looks like a leaf but is not one.
-            leaf = child.is_leaf and id(child) not in _filling
-            node.fields[field] = None if leaf else child
-    elif isinstance(schema.get("additionalProperties"), dict):
-        node.values = _compile(schema["additionalProperties"])   # labels, limits, data
-    elif schema.get("additionalProperties") is False:
-        node.fields = {}
-    elif "items" in schema:
-        node.items = _compile(schema["items"])
-    # Anything else is a leaf or an object without listed properties: both
-    # accept any content.
+    def publish(self) -> None:
+        """Share this compilation's nodes, now that all are filled in."""
+        _by_definition.update(self.new)
 
 
 def _root(group: str, version: str, kind: str) -> _Node | None:
     key = (group, version, kind)
     if key not in _roots:
-        schema = schemas.schema_for(group, version, kind)
-        root = _compile(schema) if schema else None
-        if root is not None and root.fields is not None:
-            # A copy, so the shared definition node keeps its own field list.
-            top = _Node()
-            top.fields = dict(root.fields)
-            for field in TYPE_META_FIELDS:
-                top.fields.setdefault(field, None)
-            root = top
-        _roots[key] = root
+        _roots[key] = _compile_root(group, version, kind)
     return _roots[key]
+
+
+def _compile_root(group: str, version: str, kind: str) -> _Node | None:
+    schema = schemas.schema_for(group, version, kind)
+    if not schema:
+        return None                 # a kind Kubernetes publishes no schema for
+    compilation = _Compilation()
+    root = compilation.compile(schema)
+    compilation.publish()
+    if root.fields is not None:
+        # A copy, so the shared definition node keeps its own field list.
+        top = _Node()
+        top.fields = dict(root.fields)
+        for field in TYPE_META_FIELDS:
+            top.fields.setdefault(field, None)
+        root = top
+    return root
 
 
 # [START unknown-fields]

@@ -149,3 +149,39 @@ def test_every_served_kind_accepts_its_type_meta():
     for r in registry.RESOURCES:
         obj = {"apiVersion": r.api_version, "kind": r.kind, "metadata": {"name": "x"}}
         assert fv.unknown_fields(r.group, r.version, r.kind, obj) == [], r.kind
+
+
+def test_a_request_during_the_first_compile_sees_every_field(monkeypatch):
+    """The API server compiles a kind's schema on the first request for it,
+    while other request threads may already be asking about the same kind.
+    Once, with ten threads creating pods, one of them was told that its
+    spec.containers was an unknown field (dropped, then refused: 422
+    "spec.containers: Required value"): it had walked PodSpec while the
+    first thread was still filling it in.
+
+    Here a second request runs, start to end, at that very moment: when the
+    first compile reaches the Container definition, with PodSpec's fields
+    filled as far as `affinity`. No timing is involved."""
+    import threading
+    from kubectl_compat import schemas
+
+    monkeypatch.setattr(fv, "_by_definition", {})          # a cold cache, as in a new server
+    monkeypatch.setattr(fv, "_roots", {})
+    second_answer = []
+
+    class Definitions(dict):
+        def __getitem__(self, name):
+            if name == "io.k8s.api.core.v1.Container" and not second_answer:
+                second_answer.append(None)                 # the second request runs only once
+                second = threading.Thread(target=lambda: second_answer.append(
+                    fv.unknown_fields("", "v1", "Pod", POD)))
+                second.start()
+                second.join(timeout=30)
+                assert not second.is_alive(), "the second request waited for the first one's compile"
+            return super().__getitem__(name)
+
+    definitions = Definitions(schemas.definitions())
+    monkeypatch.setattr(schemas, "definitions", lambda: definitions)
+    assert fv.unknown_fields("", "v1", "Pod", POD) == []   # the first request
+    assert second_answer == [None, []]
+    assert fv.unknown_fields("", "v1", "Pod", POD) == []   # and what both left in the cache

@@ -151,6 +151,18 @@ def test_invalid_pod_is_422_with_a_cause_per_field(api, namespace):
     assert fields["spec.containers[1].ports[0].containerPort"] == "FieldValueInvalid"
 
 
+def test_a_422_still_warns_of_the_fields_it_dropped(api, namespace):
+    """A misspelt field is dropped (fieldValidation=Warn, what a client that
+    says nothing gets), and what is missing then is refused: the Warning
+    header is the only clue to why, so it comes with the 422 too."""
+    body = pod("typo")
+    body["spec"]["containerz"] = body["spec"].pop("containers")
+    response = api.post(f"/api/v1/namespaces/{namespace}/pods", body)
+    assert response.status_code == 422, response.text
+    assert response.json()["message"] == 'Pod "typo" is invalid: spec.containers: Required value'
+    assert response.headers.get("Warning") == '299 - "unknown field \\"spec.containerz\\""'
+
+
 def test_a_missing_name_is_422_as_kubectl_prints_it(api, namespace):
     response = api.post(f"/api/v1/namespaces/{namespace}/configmaps", {"metadata": {}})
     assert response.status_code == 422
