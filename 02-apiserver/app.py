@@ -161,8 +161,7 @@ def _register_error_handlers(app: Flask) -> None:
     # error page would be printed raw.
     @app.errorhandler(api_errors.APIError)
     def api_error(error: api_errors.APIError):
-        # With the Warning headers of the fields the body's decoding dropped (writes.py).
-        return respond(error.status(), error.code, g.get("field_warnings", ()))
+        return respond(error.status(), error.code, g.get("field_warnings", ()))   # the dropped fields' warnings
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):

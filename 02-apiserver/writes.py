@@ -3,8 +3,7 @@
 Every write goes decode -> admission -> validation -> storage, as the
 chapter's README draws it (Kubernetes runs validation between mutating and
 validating admission; ours has one admission step, before it); update and
-patch go through `update_object`,
-which the subresources (/status, /scale, /binding) use too.
+patch go through `update_object`, which the subresources (/status, /scale, /binding) use too.
 
 Calls out of the core, to take on trust on a first read: `admission`
 (part 3: plugins that may change or refuse the object), `custom_resources`
@@ -81,11 +80,7 @@ def _field_validation(obj: dict, body: bytes, resource) -> list[str]:
     schema of a built-in kind, the openAPIV3Schema of a custom one."""
     mode = request.args.get("fieldValidation")
     warnings = decode.apply_field_validation(obj, body, resource, mode) + custom_resources.prune(obj, resource, mode)
-    # Kept for an error response too (app.py): a dropped field may be why the
-    # object is refused next, a misspelt `containers` and then 422
-    # "spec.containers: Required value". Kubernetes sends its warnings with
-    # whatever answer follows.
-    g.field_warnings = warnings
+    g.field_warnings = warnings     # sent with a refusal too (app.py): a dropped field may be its cause
     return warnings
 
 
@@ -189,10 +184,9 @@ def patch(info):
 def _check_uid_unchanged(new: dict, current: dict, info) -> None:
     """A patch that changes metadata.uid is refused, not quietly undone.
 
-    A PUT's uid is a precondition (a different uid means another object of
-    that name: 409). A patch has no precondition, so Kubernetes catches the
-    change where it validates the update: 422, uid is immutable. Leaving the
-    uid out is fine: the stored one is kept."""
+    A PUT's uid is a precondition (a different uid means another object of that name: 409).
+    A patch has no precondition, so Kubernetes catches the change where it validates the
+    update: 422, uid is immutable. Leaving the uid out is fine: the stored one is kept."""
     uid = new["metadata"].get("uid")
     if uid and uid != current["metadata"].get("uid"):
         raise api_errors.invalid(info.resource, info.resource.kind, info.name,
