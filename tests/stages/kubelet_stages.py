@@ -124,6 +124,26 @@ def container(name: str, script: str, **fields) -> dict:
 
 SLEEP = "sleep 3600 & wait"
 
+# busybox:1.35 has no ENTRYPOINT, so a kubelet that runs `command` + `args`
+# as Docker's CMD passes with it; this image has one of its own.
+ENTRYPOINT_IMAGE = "groundup/stage-entrypoint:1"
+ENTRYPOINT_SAYS = "the image's own ENTRYPOINT ran, with:"
+
+
+def entrypoint_image(ctx: "KubeletContext") -> str:
+    """ENTRYPOINT_IMAGE, made once on this computer (offline: a commit of
+    a busybox container never started, with an ENTRYPOINT added)."""
+    try:
+        ctx.docker.images.get(ENTRYPOINT_IMAGE)
+    except docker.errors.ImageNotFound:
+        base = ctx.docker.containers.create("busybox:1.35", labels={NODE_LABEL: ctx.node_name})
+        try:
+            repository, tag = ENTRYPOINT_IMAGE.split(":")
+            base.commit(repository=repository, tag=tag, changes=f'ENTRYPOINT ["echo", "{ENTRYPOINT_SAYS}"]')
+        finally:
+            base.remove(force=True)
+    return ENTRYPOINT_IMAGE
+
 
 def write_pod(ctx: KubeletContext, pod: dict, filename: str | None = None) -> Path:
     """Written atomically (a hidden file, renamed), so no kubelet reads half a file."""
@@ -272,6 +292,20 @@ def stage_runs_a_pod(ctx: KubeletContext) -> None:
                    expected=f'the container to print "hello from {ctx.node_name}": `command` is the '
                             "ENTRYPOINT, `args` the CMD, and GREETING in its environment",
                    happened=lambda: f"its output is {logs(app)!r}", timeout=10, hint=PAUSE)
+    # An image with an ENTRYPOINT of its own: the pod's `command` replaces it.
+    write_pod(ctx, pod_manifest("entry", {**container("app", f"echo replaced; {SLEEP}"),
+                                          "image": entrypoint_image(ctx)}))
+
+    def output() -> str:
+        return "".join(logs(c) for c in containers_of(ctx, "entry", "app"))
+    said = ctx.wait_until(lambda: ("replaced" in output() or ENTRYPOINT_SAYS in output()) and output(),
+                          expected=f"pod entry's container (image {ENTRYPOINT_IMAGE}) to print \"replaced\"",
+                          happened=lambda: f"{describe(ctx, 'entry')}; its output is {output()!r}",
+                          timeout=START, hint=PAUSE)
+    if ENTRYPOINT_SAYS in said:
+        raise StageFailure(f"pod entry's `command` to replace the ENTRYPOINT of its image, {ENTRYPOINT_IMAGE} "
+                           "(the Docker SDK's entrypoint=; `args` is its command=)",
+                           f"the image's ENTRYPOINT ran with the pod's command and args after it: {said!r}", PAUSE)
 
 
 def stage_pause_container(ctx: KubeletContext) -> None:

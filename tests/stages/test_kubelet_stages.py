@@ -64,6 +64,8 @@ def test_a_stage_fails_a_kubelet_without_what_it_grades(docker_client, tmp_path,
 # Mistakes a learner could make in a part that looks finished, and the
 # stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).
 MISTAKES = [
+    (1, "runs command and args as Docker's CMD", 'entrypoint=spec.get("command"), command=spec.get("args")',
+     'command=(spec.get("command") or []) + (spec.get("args") or [])'),
     (2, "starts the apps beside the pause container, not in its network",
      'network_mode=f"container:{sandbox.id}" if sandbox else None', "network_mode=None"),
     (5, "restarts under OnFailure whatever the exit code",
