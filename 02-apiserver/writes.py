@@ -176,7 +176,7 @@ def patch(info):
         if new["metadata"].get("name") != info.name:
             raise api_errors.bad_request("a patch may not change metadata.name")
         _check_uid_unchanged(new, current, info)
-        warnings.extend(_field_validation(new, body, info.resource))
+        warnings[:] = _field_validation(new, body, info.resource)    # once, if the store runs this again
         return new
     return _store_update(info, patched, warnings)
 
