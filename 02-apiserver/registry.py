@@ -125,21 +125,21 @@ METRICS: tuple[Resource, ...] = (
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES + METRICS}
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES + METRICS}
 
-# Kinds defined at run time by CustomResourceDefinitions: custom_resources.py
-# replaces this tuple whenever a definition is established or goes. The
-# static table above never changes; every lookup below sees both.
-_custom: tuple[Resource, ...] = ()
-_custom_by_path: dict[tuple[str, str, str], Resource] = {}
+# Kinds defined at run time by CustomResourceDefinitions, and the same by
+# URL path: custom_resources.py replaces the pair whenever a definition is
+# established or goes. The static table above never changes; every lookup
+# below sees both.
+_custom: tuple[tuple[Resource, ...], dict[tuple[str, str, str], Resource]] = ((), {})
 _custom_generation = 0       # counts replacements, for caches built from the served kinds
 
 
 def serve_custom(resources) -> None:
-    """Serve exactly these custom resources from now on (one assignment, so a
-    request in flight sees the old table or the new one, never half of each)."""
-    global _custom, _custom_by_path, _custom_generation
+    """Serve exactly these custom resources from now on (one assignment of
+    the pair, so a request in flight finds a kind by path and by name in
+    the same table, the old or the new)."""
+    global _custom, _custom_generation
     resources = tuple(resources)
-    _custom_by_path = {(r.group, r.version, r.plural): r for r in resources}
-    _custom = resources
+    _custom = (resources, {(r.group, r.version, r.plural): r for r in resources})
     _custom_generation += 1
 
 
@@ -149,17 +149,17 @@ def custom_generation() -> int:
 
 def served() -> tuple[Resource, ...]:
     """Every kind served right now: the static table, metrics, then the custom kinds."""
-    return RESOURCES + METRICS + _custom
+    return RESOURCES + METRICS + _custom[0]
 
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:
     """The resource a URL names, e.g. ("apps", "v1", "deployments")."""
     key = (group, version, plural)
-    return _BY_PATH.get(key) or _custom_by_path.get(key)
+    return _BY_PATH.get(key) or _custom[1].get(key)
 
 
 def for_kind(group: str, kind: str) -> Resource | None:
-    return _BY_KIND.get((group, kind)) or next((r for r in _custom if (r.group, r.kind) == (group, kind)), None)
+    return _BY_KIND.get((group, kind)) or next((r for r in _custom[0] if (r.group, r.kind) == (group, kind)), None)
 
 
 def group_versions() -> dict[str, list[str]]:
