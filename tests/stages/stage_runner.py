@@ -35,11 +35,6 @@ from apiserver_harness import APIServer, Client  # noqa: E402
 from common.processes import stop_within
 from common.your_program import display, environment, last_lines
 
-# Every wait's deadline is multiplied by this: 1 for a learner. The tests
-# that keep the stages honest run with less (honesty.py), where most of
-# their time is waiting out deadlines a component lacking a part never meets.
-PATIENCE = 1.0
-
 # What a starter raises where the learner has not written a part yet, as
 # the program logs it (in a traceback, or quoted in a log line's error=).
 UNWRITTEN = re.compile(r"NotImplementedError: ([^'\"\n]+)")
@@ -115,6 +110,9 @@ class StageContext:
     def __init__(self, mine: Path, workdir: Path):
         self.mine = mine
         self.workdir = workdir
+        # Every wait's deadline is multiplied by this: 1 for a learner; less
+        # where a test expects the stage to fail (honesty.py).
+        self.patience = 1.0
         self.programs: list[Program] = []
 
     def mine_args(self) -> list[str]:
@@ -131,13 +129,13 @@ class StageContext:
                    timeout: float = 10, hint: Hint | None = None):
         """Poll check() until it returns something truthy, or fail with
         expected/happened(). A program of the learner's that exits fails at once."""
-        timeout *= PATIENCE
+        timeout *= self.patience
         deadline = time.monotonic() + timeout
         while True:
             for program in self.programs:
                 if program.exited() is not None and not program.killed:
                     raise StageFailure(expected, f"your program exited with code {program.exited()}", hint)
-                unwritten = program.unwritten()
+                unwritten = None if program.killed else program.unwritten()
                 if unwritten:
                     raise StageFailure(expected, f"your program raised NotImplementedError: {unwritten}", hint)
             try:
@@ -180,10 +178,12 @@ class Result:
     log: str = ""
 
 
-def run_stage(stage: Stage, mine: Path, context_class: type[StageContext] = WithAPIServer) -> Result:
+def run_stage(stage: Stage, mine: Path, context_class: type[StageContext] = WithAPIServer,
+              patience: float = 1.0) -> Result:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"stage-{stage.number}-") as tmp:
         context = context_class(mine, Path(tmp))
+        context.patience = patience
         try:
             try:
                 stage.run(context)

@@ -10,7 +10,7 @@ import pytest
 
 import apiserver_stages
 from apiserver_stages import CONTEXT, STAGES
-from honesty import report, solved
+from honesty import EXPECTED_TO_FAIL, report, solved
 from splice import todo_stages
 from stage_runner import ROOT, run_stage
 
@@ -53,7 +53,8 @@ def test_the_starter_with_its_todos_filled_passes_every_stage(tmp_path, stages):
 # Stage 7 has no TODO of its own: kubectl needs what stages 1-6 built.
 @pytest.mark.parametrize("number", range(2, KUBECTL_STAGE), ids=lambda n: f"stage-{n}")
 def test_a_stage_fails_a_server_without_what_it_grades(tmp_path, number):
-    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, set(range(1, number))), CONTEXT)
+    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, set(range(1, number))), CONTEXT,
+                       patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a server without its part"
     assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
@@ -89,7 +90,7 @@ def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right,
     source = mine.read_text()
     assert source.count(right) == 1, f"the solved starter has {source.count(right)} of {right!r}, not one"
     mine.write_text(source.replace(right, wrong))
-    result = run_stage(STAGES[number - 1], mine, CONTEXT)
+    result = run_stage(STAGES[number - 1], mine, CONTEXT, patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a server that {mistake}"
     assert not result.failure.unreadable, report(result)
 

@@ -16,7 +16,7 @@ import pytest
 
 import controller_stages
 from controller_stages import CONTEXT, STAGES
-from honesty import report, solved
+from honesty import EXPECTED_TO_FAIL, report, solved
 from splice import todo_stages
 from stage_runner import ROOT, run_stage
 
@@ -50,7 +50,8 @@ def test_the_starter_with_its_todos_filled_passes_every_stage(tmp_path):
 
 @pytest.mark.parametrize("number", range(2, len(STAGES) + 1), ids=lambda n: f"stage-{n}")
 def test_a_stage_fails_a_controller_without_what_it_grades(tmp_path, number):
-    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, {*range(1, number)}), CONTEXT)
+    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, {*range(1, number)}), CONTEXT,
+                       patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a controller without its part"
     assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
@@ -79,7 +80,7 @@ def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right,
     source = mine.read_text()
     assert right in source, f"the solution no longer has {right!r}"
     mine.write_text(source.replace(right, wrong))
-    result = run_stage(STAGES[number - 1], mine, CONTEXT)
+    result = run_stage(STAGES[number - 1], mine, CONTEXT, patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a controller that {mistake}"
     assert not result.failure.unreadable, report(result)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 import scheduler_stages
-from honesty import report, solved
+from honesty import EXPECTED_TO_FAIL, report, solved
 from scheduler_stages import STAGES
 from splice import todo_stages
 from stage_runner import ROOT, run_stage
@@ -58,7 +58,7 @@ WITHOUT[7] = ({*range(1, 7)}, {"Scheduler.pick": "Scheduler.pick_first"})
 @pytest.mark.parametrize("number", sorted(WITHOUT), ids=lambda n: f"stage-{n}")
 def test_a_stage_fails_a_scheduler_without_what_it_grades(tmp_path, number):
     stages, instead = WITHOUT[number]
-    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, stages, instead))
+    result = run_stage(STAGES[number - 1], solved(STARTER, tmp_path, stages, instead), patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a scheduler without its part"
     assert not result.failure.unreadable, report(result)      # found wrong, not unreadable
 
@@ -91,7 +91,7 @@ def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right,
     source = mine.read_text()
     assert right in source, f"the solution no longer has {right!r}"
     mine.write_text(source.replace(right, wrong))
-    result = run_stage(STAGES[number - 1], mine)
+    result = run_stage(STAGES[number - 1], mine, patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a scheduler that {mistake}"
     assert not result.failure.unreadable, report(result)
 
