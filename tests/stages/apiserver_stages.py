@@ -10,6 +10,7 @@ GET/POST/PUT/DELETE on /api/v1/namespaces/NS/pods[/NAME], GET
 """
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 import subprocess
@@ -186,7 +187,7 @@ def stage_concurrency(ctx: LearnerAPIServer) -> None:
     # A client that leaves out resourceVersion, uid and creationTimestamp
     # (the server's fields) makes an unconditional update, which
     # Kubernetes allows for pods; the server keeps its uid and timestamp.
-    fresh = got
+    fresh = copy.deepcopy(got)
     for field in ("resourceVersion", "uid", "creationTimestamp"):
         del fresh["metadata"][field]
     fresh["metadata"]["labels"] = {"tier": "cache"}

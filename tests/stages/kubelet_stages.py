@@ -136,7 +136,8 @@ def entrypoint_image(ctx: "KubeletContext") -> str:
     try:
         ctx.docker.images.get(ENTRYPOINT_IMAGE)
     except docker.errors.ImageNotFound:
-        base = ctx.docker.containers.create("busybox:1.35", labels={NODE_LABEL: ctx.node_name})
+        # No labels: a commit copies them into the image, and so into every container made from it.
+        base = ctx.docker.containers.create("busybox:1.35")
         try:
             repository, tag = ENTRYPOINT_IMAGE.split(":")
             base.commit(repository=repository, tag=tag, changes=f'ENTRYPOINT ["echo", "{ENTRYPOINT_SAYS}"]')
@@ -236,7 +237,9 @@ class DockerEvents:
 
     def __init__(self, ctx: KubeletContext):
         self.seen: list[dict] = []
-        self.client = docker.from_env(timeout=120)      # a stream of its own, apart from the stage's calls
+        # A client of its own, apart from the stage's calls. Its 120 s read
+        # timeout would end a stream quiet that long; a stage's lasts seconds.
+        self.client = docker.from_env(timeout=120)
         self.stream = self.client.events(
             decode=True, filters={"type": "container", "label": f"{NODE_LABEL}={ctx.node_name}"})
         threading.Thread(target=self._collect, daemon=True, name="docker-events").start()
@@ -440,10 +443,11 @@ def stage_backoff(ctx: KubeletContext) -> None:
     times = sorted(starts.values())[:4]
     waits = [round(later - earlier - 1, 1) for earlier, later in zip(times, times[1:])]   # less its 1 s run
     # Each wait in its window: at once, then 3 s, then 6 s, each up to half a
-    # second early and anything short of the next step late (a sync or two
-    # late is fine; a whole step late is the back-off off by one).
-    windows = [(0, BACKOFF_INITIAL - 0.5), (BACKOFF_INITIAL - 0.5, 2 * BACKOFF_INITIAL - 0.5),
-               (2 * BACKOFF_INITIAL - 0.5, 4 * BACKOFF_INITIAL - 0.5)]
+    # second early and anything short of the next step late (a busy machine
+    # may be seconds late; a whole step late is the back-off off by one, and
+    # it can only come after the next step, since its own delay adds).
+    windows = [(0, BACKOFF_INITIAL), (BACKOFF_INITIAL - 0.5, 2 * BACKOFF_INITIAL),
+               (2 * BACKOFF_INITIAL - 0.5, 4 * BACKOFF_INITIAL)]
     if not all(low <= wait < high for (low, high), wait in zip(windows, waits)):
         raise StageFailure(f"a back-off between crashes: the first restart at once, the second {BACKOFF_INITIAL} s "
                            f"after the crash (--backoff-initial), the third {2 * BACKOFF_INITIAL} s (it doubles)",
