@@ -125,21 +125,20 @@ METRICS: tuple[Resource, ...] = (
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES + METRICS}
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES + METRICS}
 
-# Kinds defined at run time by CustomResourceDefinitions, and the same by
-# URL path: custom_resources.py replaces the pair whenever a definition is
-# established or goes. The static table above never changes; every lookup
-# below sees both.
-_custom: tuple[tuple[Resource, ...], dict[tuple[str, str, str], Resource]] = ((), {})
+# Kinds defined at run time by CustomResourceDefinitions, by URL path:
+# custom_resources.py replaces the whole table (never changes it) whenever
+# a definition is established or goes. The static table above never
+# changes; every lookup below sees both.
+_custom: dict[tuple[str, str, str], Resource] = {}
 _custom_generation = 0       # counts replacements, for caches built from the served kinds
 
 
 def serve_custom(resources) -> None:
-    """Serve exactly these custom resources from now on (one assignment of
-    the pair, so a request in flight finds a kind by path and by name in
-    the same table, the old or the new)."""
+    """Serve exactly these custom resources from now on (one assignment, so a
+    request in flight finds a kind by path and by name in one table, the old
+    one or the new)."""
     global _custom, _custom_generation
-    resources = tuple(resources)
-    _custom = (resources, {(r.group, r.version, r.plural): r for r in resources})
+    _custom = {(r.group, r.version, r.plural): r for r in resources}
     _custom_generation += 1
 
 
@@ -149,17 +148,18 @@ def custom_generation() -> int:
 
 def served() -> tuple[Resource, ...]:
     """Every kind served right now: the static table, metrics, then the custom kinds."""
-    return RESOURCES + METRICS + _custom[0]
+    return RESOURCES + METRICS + tuple(_custom.values())
 
 
 def lookup(group: str, version: str, plural: str) -> Resource | None:
     """The resource a URL names, e.g. ("apps", "v1", "deployments")."""
     key = (group, version, plural)
-    return _BY_PATH.get(key) or _custom[1].get(key)
+    return _BY_PATH.get(key) or _custom.get(key)
 
 
 def for_kind(group: str, kind: str) -> Resource | None:
-    return _BY_KIND.get((group, kind)) or next((r for r in _custom[0] if (r.group, r.kind) == (group, kind)), None)
+    custom = (r for r in _custom.values() if (r.group, r.kind) == (group, kind))
+    return _BY_KIND.get((group, kind)) or next(custom, None)
 
 
 def group_versions() -> dict[str, list[str]]:
