@@ -147,9 +147,13 @@ def pytest_xdist_make_scheduler(config, log):
             return super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            for group in GROUPS:            # the long chains first
-                if group in self.workqueue:
-                    self.workqueue.move_to_end(group, last=False)
+            # The long chains first. workqueue is xdist's own (an OrderedDict
+            # of scopes in 3.8, which requirements.txt pins): if a later xdist
+            # has none, the groups are only handed out in their usual order.
+            queue = getattr(self, "workqueue", None)
+            for group in GROUPS if hasattr(queue, "move_to_end") else ():
+                if group in queue:
+                    queue.move_to_end(group, last=False)
             super()._assign_work_unit(node)
 
     return OneAtATimeScheduling(config, log)
