@@ -98,37 +98,34 @@ def etcd(etcd_binary, tmp_path_factory):
     cluster.stop()
 
 
-# `make test` runs the suite on three workers (pytest-xdist): two cores,
-# but most tests wait on processes, containers and deadlines far more than
-# they compute. Whatever shares this computer's state runs one test at a
-# time, as in a plain run, in one of three groups that never touch each
-# other's state:
+# `make test` runs the suite on two workers (pytest-xdist). Whatever shares
+# this computer's state runs one test at a time, as in a plain run, in one
+# of two groups that never touch each other's state:
 # - THIS_COMPUTER: the lessons (fixed ports 6443, 8080, 10255..., fixed
 #   /tmp paths, node names node1 and node2, the machines master, node1 and
-#   node2 of `make machines`), the set-up script, the kubectl versions matrix,
-#   the demos (port 8080 if free, nodes demo-node1 and demo-node2: the
-#   learner's-program tests in tests/stages/);
-# - MACHINES: the network tests, each on machines of its own (namespaces,
-#   bridges and iptables rules under a prefix of its own, a dockerd each, a
-#   subnet no route of this computer covers, apart from the lessons' 10.213.0.0/24);
+#   node2 of `make machines`), the network tests' machines (namespaces,
+#   iptables, a dockerd each), the set-up script, the kubectl versions
+#   matrix, the demos (port 8080 if free, nodes demo-node1 and demo-node2:
+#   the learner's-program tests in tests/stages/);
 # - DOCKER: tests that run kubelets on this computer's Docker engine, each
 #   under a node name of its own (test-<random>), on free ports, removing
 #   only its own node's containers.
 # Each group is one xdist scope, so it runs on one worker, one test at a
-# time; the groups, and everything else (an API server on a free loopback
-# port, plain code), a module at a time, share the workers. The groups are
-# the longest chains, so they are handed out first.
+# time; the two groups, and everything else (an API server on a free
+# loopback port, plain code), a module at a time, share the two workers.
+# The groups are the longest chains, so they are handed out first. (Three
+# workers took 13 minutes instead of about 16, but two of four runs then
+# failed on a timing-sensitive test: two cores were too few for it.)
 # The worker is chosen by file (xdist's scheduler sees test ids, not
 # fixtures), so a test elsewhere that needs Docker is an error naming its file.
-THIS_COMPUTER = ("tests/lessons/", "tests/test_setup_machine.py", "tests/apiserver/test_kubectl_versions.py",
-                 "tests/stages/test_demos_run_yours.py")
-MACHINES = ("tests/network/",)
+THIS_COMPUTER = ("tests/lessons/", "tests/network/", "tests/test_setup_machine.py",
+                 "tests/apiserver/test_kubectl_versions.py", "tests/stages/test_demos_run_yours.py")
 DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver/test_pod_log.py",
           "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/apiserver/test_ha_kubelets.py",
           "tests/scheduler/test_with_kubelets.py",
           "tests/stages/test_kubelet_stages.py")
-ONE_AT_A_TIME = THIS_COMPUTER + MACHINES + DOCKER
-GROUPS = {"this computer": THIS_COMPUTER, "this computer's Docker": DOCKER, "machines": MACHINES}
+ONE_AT_A_TIME = THIS_COMPUTER + DOCKER
+GROUPS = {"this computer": THIS_COMPUTER, "this computer's Docker": DOCKER}
 
 
 def shares_this_computer(nodeid: str) -> bool:
