@@ -78,9 +78,12 @@ class Program:
             self.process = subprocess.Popen([sys.executable, str(path), *args], stdout=log,
                                             stderr=subprocess.STDOUT, cwd=ROOT, env=environment())
 
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
     def log_tail(self) -> str:
         """The last lines of the program's log (shown under a failure)."""
-        return last_lines(self.log_path.read_text(errors="replace") if self.log_path.exists() else "")
+        return last_lines(self.log_text())
 
     def exited(self) -> int | None:
         return self.process.poll()
@@ -89,8 +92,7 @@ class Program:
         """The starter's "... is yours to write" NotImplementedError, once
         the program has logged one: the part the stage needs is not
         written yet, and waiting out the deadline would tell nothing more."""
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        found = UNWRITTEN.search(text)
+        found = UNWRITTEN.search(self.log_text())
         return found.group(1).strip() if found else None
 
     def kill(self) -> None:
