@@ -114,7 +114,7 @@ def etcd(etcd_binary, tmp_path_factory):
 # time; the two groups, and everything else (an API server on a free
 # loopback port, plain code), a module at a time, share the two workers.
 # The groups are the longest chains, so they are handed out first. (Three
-# workers took 13 minutes instead of about 16, but two of four runs then
+# workers took 13 minutes instead of about 18, but two of four runs then
 # failed on a timing-sensitive test: two cores were too few for it.)
 # The worker is chosen by file (xdist's scheduler sees test ids, not
 # fixtures), so a test elsewhere that needs Docker is an error naming its file.
@@ -148,9 +148,10 @@ def pytest_xdist_make_scheduler(config, log):
             # of scopes in 3.8, which requirements.txt pins): if a later xdist
             # has none, the groups are only handed out in their usual order.
             queue = getattr(self, "workqueue", None)
-            for group in GROUPS if hasattr(queue, "move_to_end") else ():
-                if group in queue:
-                    queue.move_to_end(group, last=False)
+            if hasattr(queue, "move_to_end"):
+                for group in GROUPS:
+                    if group in queue:
+                        queue.move_to_end(group, last=False)
             super()._assign_work_unit(node)
 
     return OneAtATimeScheduling(config, log)
