@@ -301,7 +301,12 @@ def stage_runs_a_pod(ctx: KubeletContext) -> None:
 
     def output() -> str:
         return "".join(logs(c) for c in containers_of(ctx, "entry", "app"))
-    said = ctx.wait_until(lambda: ("replaced" in output() or ENTRYPOINT_SAYS in output()) and output(),
+
+    def printed() -> str:
+        """Its output once it has printed either line (each poll asks Docker once)."""
+        text = output()
+        return text if "replaced" in text or ENTRYPOINT_SAYS in text else ""
+    said = ctx.wait_until(printed,
                           expected=f"pod entry's container (image {ENTRYPOINT_IMAGE}) to print \"replaced\"",
                           happened=lambda: f"{describe(ctx, 'entry')}; its output is {output()!r}",
                           timeout=START, hint=PAUSE)
