@@ -52,7 +52,7 @@ test: ## set up, then run every test (kubectl tests skip without kubectl unless 
 	@# Two workers: the lessons and the machines on one, one test at a time,
 	@# Docker's tests likewise; the rest beside them (tests/conftest.py says
 	@# which is which). Three were faster (13 min) but flakier on two cores.
-	$(PYTEST) -n 2 tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
+	$(PYTEST) -n 2 --durations=25 tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
 
 test-common: venv ## the shared object model: manifests, validation, quantities, selectors
 	$(PYTEST) tests/common

@@ -124,12 +124,31 @@ DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver
           "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/apiserver/test_ha_kubelets.py",
           "tests/scheduler/test_with_kubelets.py",
           "tests/stages/test_kubelet_stages.py")
+# Files in those folders that touch none of it (pure decisions, parsers, a
+# server of their own on a free loopback port) run beside everything else:
+# on the two serial chains they only lengthened the longest path. The check
+# below keeps them honest: a test here that takes Docker is an error.
+UNSHARED = ("tests/kubelet/test_api_source.py", "tests/kubelet/test_api_volume_payloads.py",
+            "tests/kubelet/test_decisions.py", "tests/kubelet/test_node_ip.py", "tests/kubelet/test_node_status.py",
+            "tests/kubelet/test_pod_dns.py", "tests/kubelet/test_pod_fields.py",
+            "tests/kubelet/test_security_context_options.py", "tests/kubelet/test_service_env.py",
+            "tests/kubelet/test_spdy.py", "tests/kubelet/test_stats_summary.py", "tests/lessons/test_runner.py",
+            "tests/network/test_cluster_dns.py", "tests/network/test_proxy_affinity.py",
+            "tests/network/test_route_agent.py")
 ONE_AT_A_TIME = THIS_COMPUTER + DOCKER
 GROUPS = {"this computer": THIS_COMPUTER, "this computer's Docker": DOCKER}
 
 
+def group_of(nodeid: str) -> str | None:
+    """The serial group a test runs in, or None for the shared pool."""
+    path = nodeid.split("::")[0]
+    if path in UNSHARED:
+        return None
+    return next((group for group, paths in GROUPS.items() if path.startswith(paths)), None)
+
+
 def shares_this_computer(nodeid: str) -> bool:
-    return nodeid.split("::")[0].startswith(ONE_AT_A_TIME)
+    return group_of(nodeid) is not None
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -137,11 +156,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class OneAtATimeScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::")[0]
-            for group, paths in GROUPS.items():
-                if path.startswith(paths):
-                    return group
-            return super()._split_scope(nodeid)
+            return group_of(nodeid) or super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node) -> None:
             # The long chains first. workqueue is xdist's own (an OrderedDict

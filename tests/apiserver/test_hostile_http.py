@@ -171,7 +171,10 @@ class Probe(threading.Thread):
         p99 = ordered[int(0.99 * (len(ordered) - 1))]
         print(f"\nprobe during {attack}: {len(ordered)} requests, p50 {statistics.median(ordered) * 1000:.1f} ms, "
               f"p99 {p99 * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms")
-        assert ordered[-1] < 1.0, f"a well-behaved client waited {ordered[-1]:.2f} s during {attack}"
+        # A client held behind an attacker waits at least until the server
+        # drops the attacker's connection (--request-timeout); anything
+        # shorter is a busy machine, not starvation.
+        assert ordered[-1] < REQUEST_TIMEOUT, f"a well-behaved client waited {ordered[-1]:.2f} s during {attack}"
 
 
 @pytest.fixture
