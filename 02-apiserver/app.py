@@ -115,9 +115,9 @@ def create_app(config: dict | None = None) -> Flask:
     modes = app.config.get("AUTHORIZATION_MODES") or (
         ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
     server.authorizer = authorizers.build(modes, store, app.config.get("AUTHORIZATION_POLICY_FILE"))
-    if "RBAC" in modes:
-        rbac_bootstrap.ensure(store, node_authorizer="Node" in modes)   # the defaults, reconciled
-        rbac_aggregation.keep_aggregated(store)
+    # The default roles exist wherever the RBAC API is served, whatever authorizes (as in Kubernetes).
+    rbac_bootstrap.ensure(store, node_authorizer="Node" in modes)   # the defaults, reconciled
+    rbac_aggregation.keep_aggregated(store)
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)

@@ -358,6 +358,25 @@ def test_rbac_then_abac_each_allow_what_they_know(tmp_path, certs):
             started.stop()
 
 
+@pytest.mark.parametrize("mode", ["ABAC", "AlwaysAllow"])
+def test_the_default_roles_exist_whatever_authorizes(tmp_path, certs, kubectl, mode):
+    """Kubernetes writes them wherever it serves rbac.authorization.k8s.io: a
+    cluster may switch to RBAC later, or `kubectl auth reconcile` against them."""
+    started = SecureServer(tmp_path / "data", certs, "--authorization-mode", mode).start()
+    try:
+        shown = subprocess.run([kubectl, "-s", started.url, "--cache-dir", str(tmp_path / "cache"),
+                                "get", "clusterrole", "view", "-o", "jsonpath={.metadata.name} {.rules[*].verbs}"],
+                               capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith("view ") and "watch" in shown.stdout      # aggregated, not empty
+        admin = as_user(started, certs, "admin")
+        for name in ("cluster-admin", "admin", "edit", "system:node", "system:public-info-viewer"):
+            assert admin.get(f"{RBAC_API}/clusterroles/{name}").status_code == 200, name
+        assert admin.get(f"{RBAC_API}/clusterrolebindings/system:discovery").status_code == 200
+    finally:
+        started.stop()
+
+
 def test_bad_authorization_modes_stop_the_server(tmp_path, certs):
     for mode, words in (("RBAC,Webhook", "'Webhook' is not one of"), ("RBAC,RBAC", "only once")):
         done = subprocess.run([sys.executable, str(ROOT / "02-apiserver" / "apiserver.py"), "--data-dir",
