@@ -109,7 +109,7 @@ def create_app(config: dict | None = None) -> Flask:
         kubelet_client_token=app.config.get("KUBELET_CLIENT_TOKEN"),
         services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
-        server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
+        server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"], app.config.get("ANONYMOUS_AUTH"))
     sa_tokens.set_up(app.config, server)      # --service-account-* flags: tokens for pods
     # --authorization-mode; without one, ABAC if there is a policy file, as before RBAC came.
     modes = app.config.get("AUTHORIZATION_MODES") or (

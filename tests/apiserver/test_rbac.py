@@ -327,6 +327,19 @@ def test_the_default_policy_is_there(admin, certs, server):
     assert as_user(server, certs, "bob").get("/version").status_code == 200        # system:discovery
 
 
+def test_anyone_may_read_the_version_and_health_and_nothing_else(server, certs):
+    """--anonymous-auth (on by default, as in Kubernetes): no token at all is
+    system:anonymous, and system:public-info-viewer grants system:unauthenticated these paths."""
+    anonymous = as_user(server, certs, None)
+    for path in ("/version", "/healthz", "/livez", "/readyz"):
+        assert anonymous.get(path).status_code == 200, path
+    for path, what in (("/api", 'path "/api"'), ("/api/v1/namespaces/default/pods",
+                                                 'resource "pods" in API group "" in the namespace "default"')):
+        refused = anonymous.get(path)
+        assert refused.status_code == 403, path
+        assert 'User "system:anonymous" cannot' in refused.json()["message"] and what in refused.json()["message"]
+
+
 def test_aggregation_follows_new_roles(admin, alice, ns):
     name = unique("agg")
     labelled = role(name, grant(["get", "list"], ["widgets"], groups=["example.com"]), kind="ClusterRole")

@@ -427,7 +427,7 @@ def test_a_verifier_outside_the_cluster_checks_a_token_with_the_published_keys(s
 def test_the_issuer_documents_need_a_signed_in_account_and_a_signing_key(server, certs, tmp_path):
     anonymous = Client(server.secure_url)
     anonymous.session.verify = str(certs / "ca.crt")
-    assert anonymous.get("/openid/v1/jwks").status_code == 401
+    assert anonymous.get("/openid/v1/jwks").status_code == 403     # bound to system:serviceaccounts only
     viewer = as_user(server, certs, "viewer")        # a user, not an account: RBAC grants it nothing here
     assert viewer.get("/.well-known/openid-configuration").status_code == 403
     plain = APIServer(tmp_path / "data").start()      # no --service-account-signing-key-file
