@@ -17,7 +17,8 @@ authentication and webhook authorization):
 Nothing is stored: the answer is computed by the same authenticator and
 authorizer that guard every request on this port. Anyone signed in may ask
 about themselves, as Kubernetes' system:basic-user role allows, so those
-three are never sent to the policy; asking about others is a `create` of
+three are never sent to the policy (but system:anonymous, who is not
+signed in, asks the policy like any request); asking about others is a `create` of
 tokenreviews or subjectaccessreviews, which the policy must allow
 (Kubernetes' system:auth-delegator role).
 """
@@ -33,6 +34,7 @@ import gauntlet
 import registry
 from authentication import User
 from request_context import respond, server
+from tokens import AUTHENTICATED
 
 bp = Blueprint("access_review", __name__)
 GROUP_VERSION = "authorization.k8s.io/v1"
@@ -40,7 +42,7 @@ GROUP_VERSION = "authorization.k8s.io/v1"
 
 @bp.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
 def self_subject_access_review():
-    user = gauntlet.authenticate(request)
+    user = _authenticate_self("authorization.k8s.io", "selfsubjectaccessreviews")
     if decode.media_type(request.content_type) == decode.PROTOBUF:
         review = {"spec": _access_spec_from_protobuf(_protobuf_spec(request.get_data()))}
     else:
@@ -89,7 +91,7 @@ def _served(group: str, plural: str) -> registry.Resource | None:
 
 @bp.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
 def self_subject_rules_review():
-    user = gauntlet.authenticate(request)
+    user = _authenticate_self("authorization.k8s.io", "selfsubjectrulesreviews")
     if decode.media_type(request.content_type) == decode.PROTOBUF:
         namespace = _text(_protobuf_spec(request.get_data()).get(1, b""))   # spec.namespace
     else:
@@ -129,7 +131,7 @@ ASK_ABOUT_YOURSELF = (
 # The answer is the same in each; only v1 is listed in discovery.
 @bp.post("/apis/authentication.k8s.io/<any(v1, v1beta1, v1alpha1):version>/selfsubjectreviews")
 def self_subject_review(version: str):
-    user = gauntlet.authenticate(request)
+    user = _authenticate_self("authentication.k8s.io", "selfsubjectreviews")
     return respond({"kind": "SelfSubjectReview", "apiVersion": f"authentication.k8s.io/{version}",
                     "metadata": {"creationTimestamp": None},
                     "status": {"userInfo": _user_info(user)}}, 201)
@@ -185,6 +187,15 @@ def subject_access_review():
         status = {"allowed": False, "reason": refused.message}
     return respond({"kind": "SubjectAccessReview", "apiVersion": GROUP_VERSION,
                     "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}, 201)
+
+
+def _authenticate_self(group: str, plural: str) -> User:
+    """The caller, who may ask about themselves if signed in (system:basic-user
+    is bound to system:authenticated); system:anonymous only if the policy says so."""
+    user = gauntlet.authenticate(request)
+    if AUTHENTICATED not in user.groups:
+        gauntlet.authorize(user, abac.Attributes("create", plural, api_group=group))
+    return user
 
 
 def _authorize_review(group: str, plural: str) -> None:

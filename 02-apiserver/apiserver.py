@@ -100,6 +100,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "(--authorization-policy-file, the default), RBAC (Roles and bindings), "
                              "AlwaysAllow (any known user may do anything)")
     secure.add_argument("--authorization-policy-file", help="ABAC policy, one JSON object per line")
+    secure.add_argument("--anonymous-auth", nargs="?", const="true", default="true", type=_bool_flag,
+                        help="a request with no credentials at all is system:anonymous (group "
+                             "system:unauthenticated), and the authorizers decide what it may do (default true, "
+                             "as kube-apiserver's; a wrong token is still a 401); turned off with AlwaysAllow")
     accounts = parser.add_argument_group("ServiceAccount tokens (sa_tokens.py; make certs writes sa.key, sa.pub)")
     accounts.add_argument("--service-account-signing-key-file",
                           help="private key (PEM) that signs ServiceAccount tokens; without it, none are issued")
@@ -178,6 +182,7 @@ def main(argv=None) -> int:
                           "MAX_WATCHES": args.max_watches, "MAX_BODY_BYTES": args.max_request_bytes,
                           "BOOKMARK_SECONDS": args.watch_bookmark_seconds,
                           "TOKEN_AUTH_FILE": args.token_auth_file,
+                          "ANONYMOUS_AUTH": anonymous_auth(args),
                           "AUTHORIZATION_MODES": authorization_modes(args),
                           "AUTHORIZATION_POLICY_FILE": args.authorization_policy_file,
                           "ADMISSION_PLUGINS": [p for p in args.enable_admission_plugins.split(",") if p],
@@ -278,6 +283,16 @@ def authorization_modes(args) -> list[str] | None:
     which authorizes nothing, may have (_check_secure_flags)."""
     modes = authorizers.parse_modes(args.authorization_mode)
     return None if "ABAC" in modes and not args.authorization_policy_file else modes
+
+
+def anonymous_auth(args) -> bool:
+    """--anonymous-auth, unless an AlwaysAllow authorizer would then let
+    anyone at all do anything: kube-apiserver turns it off then, and says so."""
+    if args.anonymous_auth and "AlwaysAllow" in (authorization_modes(args) or []):
+        log.info("WARNING: AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth "
+                 "to false. You should use a different authorizer")
+        return False
+    return args.anonymous_auth
 
 
 def _check_secure_flags(args) -> str | None:

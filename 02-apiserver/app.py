@@ -109,15 +109,15 @@ def create_app(config: dict | None = None) -> Flask:
         kubelet_client_token=app.config.get("KUBELET_CLIENT_TOKEN"),
         services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
     if app.config.get("TOKEN_AUTH_FILE"):
-        server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"])
+        server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"], app.config.get("ANONYMOUS_AUTH"))
     sa_tokens.set_up(app.config, server)      # --service-account-* flags: tokens for pods
     # --authorization-mode; without one, ABAC if there is a policy file, as before RBAC came.
     modes = app.config.get("AUTHORIZATION_MODES") or (
         ["ABAC"] if app.config.get("AUTHORIZATION_POLICY_FILE") else ["AlwaysAllow"])
     server.authorizer = authorizers.build(modes, store, app.config.get("AUTHORIZATION_POLICY_FILE"))
-    if "RBAC" in modes:
-        rbac_bootstrap.ensure(store, node_authorizer="Node" in modes)   # the defaults, reconciled
-        rbac_aggregation.keep_aggregated(store)
+    # The default roles exist wherever the RBAC API is served, whatever authorizes (as in Kubernetes).
+    rbac_bootstrap.ensure(store, node_authorizer="Node" in modes)   # the defaults, reconciled
+    rbac_aggregation.keep_aggregated(store)
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
     _ensure_system_namespaces(store)

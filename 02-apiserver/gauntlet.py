@@ -1,6 +1,7 @@
 """The gauntlet every request on the secure port runs before it may touch an object.
 
-    authentication  who is asking?           a bearer token -> a user   (401 if none)
+    authentication  who is asking?           a bearer token -> a user   (401 if unknown;
+                                             no token: system:anonymous, --anonymous-auth)
     authorization   may they do this?        --authorization-mode       (403 if not)
                                              (ABAC, RBAC: authorizers.py)
     admission       is the object allowed?   admission.py's plugins     (after decoding)

@@ -37,23 +37,55 @@ def node_name(user) -> str:
     return ""
 
 
+# Volume sources whose secretRef (or secretName) names a Secret of the pod's
+# namespace, as Kubernetes' VisitPodSecretNames (pkg/api/pod/util.go) lists them.
+SECRET_VOLUME_REFS = {"azureFile": "secretName", "cephfs": "secretRef", "cinder": "secretRef",
+                      "flexVolume": "secretRef", "iscsi": "secretRef", "rbd": "secretRef",
+                      "scaleIO": "secretRef", "storageos": "secretRef", "csi": "nodePublishSecretRef"}
+CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
+
+
 def referenced(pod: dict, kind: str) -> set[str]:
-    """Names of the Secrets or ConfigMaps (kind "secret" / "configMap") a pod uses."""
-    spec = pod.get("spec") or {}
+    """Names of the Secrets or ConfigMaps (kind "secret" / "configMap") a pod
+    uses: Kubernetes' VisitPodSecretNames and VisitPodConfigmapNames."""
+    spec = _dict(pod.get("spec"))
     names = set()
-    for volume in spec.get("volumes") or ():
-        names.add((volume.get(kind) or {}).get("secretName" if kind == "secret" else "name"))
-        for source in (volume.get("projected") or {}).get("sources") or ():
-            names.add((source.get(kind) or {}).get("name"))
-    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        for env in container.get("env") or ():
-            names.add(((env.get("valueFrom") or {}).get(f"{kind}KeyRef") or {}).get("name"))
-        for source in container.get("envFrom") or ():
-            names.add((source.get(f"{kind}Ref") or {}).get("name"))
+    for volume in _list(spec.get("volumes")):
+        volume = _dict(volume)
+        names.add(_dict(volume.get(kind)).get("secretName" if kind == "secret" else "name"))
+        for source in _list(_dict(volume.get("projected")).get("sources")):
+            names.add(_dict(_dict(source).get(kind)).get("name"))
+        if kind == "secret":
+            names.update(_secret_of_volume_plugin(volume))
+    for field in CONTAINER_FIELDS:
+        for container in _list(spec.get(field)):
+            container = _dict(container)
+            for env in _list(container.get("env")):
+                names.add(_dict(_dict(_dict(env).get("valueFrom")).get(f"{kind}KeyRef")).get("name"))
+            for source in _list(container.get("envFrom")):
+                names.add(_dict(_dict(source).get(f"{kind}Ref")).get("name"))
     if kind == "secret":
-        names.update(ref.get("name") for ref in spec.get("imagePullSecrets") or ())
-    names.discard(None)
-    return names
+        names.update(_dict(ref).get("name") for ref in _list(spec.get("imagePullSecrets")))
+    return {name for name in names if name and isinstance(name, str)}     # "" names nothing
+
+
+def _secret_of_volume_plugin(volume: dict) -> list:
+    """The Secret a storage plugin's volume logs in with (an iSCSI target's
+    password, a CSI driver's credentials): the kubelet reads it too."""
+    found = []
+    for plugin, field in SECRET_VOLUME_REFS.items():
+        ref = _dict(volume.get(plugin)).get(field)
+        found.append(ref if isinstance(ref, str) else _dict(ref).get("name"))
+    return found
+
+
+def _dict(value) -> dict:
+    """The value if it is an object; else {}: validation reports a wrong shape, this only looks."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []
 
 
 class NodeAuthorizer:

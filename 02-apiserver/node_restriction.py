@@ -4,13 +4,32 @@ The Node authorizer lets every kubelet update nodes and pods/status, since
 the request alone does not say whose they are: the object does. This
 admission plugin looks at the object. For a user system:node:NAME:
 
-- Node: only the Node named NAME may be created or changed;
+- Node: only the Node named NAME may be created or changed, and not its
+  taints, nor labels a kubelet has no business setting (below);
 - Lease (kube-node-lease): only the one named NAME;
 - Pod: its status only if spec.nodeName is NAME; a new pod only if it is
-  a mirror pod (annotation kubernetes.io/config.mirror) bound to NAME;
-  deletion only of pods bound to NAME;
+  a mirror pod (annotation kubernetes.io/config.mirror) bound to NAME
+  that refers to no ServiceAccount, Secret, ConfigMap or
+  PersistentVolumeClaim; deletion only of pods bound to NAME;
 - a ServiceAccount token (serviceaccounts/NAME/token): only bound to a
   pod bound to NAME, so a token a node holds dies with its pod.
+
+Why a mirror pod may refer to nothing: the Node authorizer lets a node read
+whatever a pod bound to it refers to. A node that could create a pod naming
+any Secret could then read any Secret in that namespace.
+
+Why the labels and taints: the scheduler steers pods by them. Workloads
+that must run only on trusted nodes select a node-restriction.kubernetes.io/
+label, which only an administrator may set; a taint keeps pods off a node
+until an administrator lifts it. A node that could set the one or lift the
+other could draw those pods, and their Secrets, to itself. Of the
+kubernetes.io and k8s.io labels it may set only those kubelets set about
+themselves (hostname, os, arch, zone, region, instance type, and the
+kubelet.kubernetes.io/ and node.kubernetes.io/ prefixes); any other label
+is its own business.
+
+Not checked here, as in Kubernetes: a mirror pod's ownerReferences (which
+Kubernetes requires to name the Node), PersistentVolumeClaim status, CSINode.
 
 Messages are Kubernetes' (plugin/pkg/admission/noderestriction/admission.go),
 after `<resource> "<name>" is forbidden: `.
@@ -20,9 +39,19 @@ from __future__ import annotations
 from flask import g
 
 import api_errors
-from node_authorizer import node_name
+from node_authorizer import node_name, referenced
 
 MIRROR = "kubernetes.io/config.mirror"
+# The label prefix reserved for administrators (Kubernetes' LabelNamespaceNodeRestriction).
+NODE_RESTRICTION_LABELS = "node-restriction.kubernetes.io"
+# What a kubelet may say about itself (k8s.io/kubelet/pkg/apis/well_known_labels.go).
+KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname", "kubernetes.io/os", "kubernetes.io/arch",
+    "beta.kubernetes.io/os", "beta.kubernetes.io/arch",
+    "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region",
+    "node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type"})
+KUBELET_LABEL_PREFIXES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 
 
 def _node_of_request() -> str:
@@ -36,8 +65,8 @@ def admit(server, obj: dict, old: dict | None, info, operation: str) -> None:
     if not node:
         return
     kind, name = info.resource.kind, obj["metadata"].get("name", "")
-    if kind == "Node" and name != node:
-        raise _forbidden(info, name, f'node "{node}" is not allowed to modify node "{name}"')
+    if kind == "Node":
+        _admit_node(info, node, obj, old, operation)
     if kind == "Lease" and info.resource.group == "coordination.k8s.io" and name != node:
         raise _forbidden(info, name, "can only access node lease with the same name as the requesting node")
     if kind == "Pod":
@@ -45,11 +74,8 @@ def admit(server, obj: dict, old: dict | None, info, operation: str) -> None:
         if operation == "UPDATE" and info.subresource == "status" and bound_to != node:
             raise _forbidden(info, name, f'node "{node}" can only update pod status for pods with '
                              "spec.nodeName set to itself")
-        if operation == "CREATE" and MIRROR not in (obj["metadata"].get("annotations") or {}):
-            raise _forbidden(info, name, f'pod does not have "{MIRROR}" annotation, node "{node}" can '
-                             "only create mirror pods")
-        if operation == "CREATE" and bound_to != node:
-            raise _forbidden(info, name, f'node "{node}" can only create pods with spec.nodeName set to itself')
+        if operation == "CREATE":
+            _admit_mirror_pod(info, node, obj)
 
 
 def admit_delete(server, obj: dict, resource) -> None:
@@ -59,6 +85,93 @@ def admit_delete(server, obj: dict, resource) -> None:
         raise api_errors.APIError(403, "Forbidden", f'pods "{obj["metadata"]["name"]}" is forbidden: '
                                   f'node "{node}" can only delete pods with spec.nodeName set to itself')
 # [END node-restriction]
+
+
+# [START node-restriction-pods]
+def _admit_mirror_pod(info, node: str, pod: dict) -> None:
+    """A kubelet creates pods only to show its static pods: bound to itself,
+    and naming no object the Node authorizer would then let it read."""
+    name, spec = pod["metadata"].get("name", ""), pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    if MIRROR not in (pod["metadata"].get("annotations") or {}):
+        raise _forbidden(info, name, f'pod does not have "{MIRROR}" annotation, node "{node}" can '
+                         "only create mirror pods")
+    if spec.get("nodeName") != node:
+        raise _forbidden(info, name, f'node "{node}" can only create pods with spec.nodeName set to itself')
+    # serviceAccount is the old name of serviceAccountName; either names an account.
+    if spec.get("serviceAccountName") or spec.get("serviceAccount"):
+        raise _forbidden(info, name, f'node "{node}" can not create pods that reference a service account')
+    if referenced(pod, "secret"):
+        raise _forbidden(info, name, f'node "{node}" can not create pods that reference secrets')
+    if referenced(pod, "configMap"):
+        raise _forbidden(info, name, f'node "{node}" can not create pods that reference configmaps')
+    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+    if any(isinstance(volume, dict) and volume.get("persistentVolumeClaim") is not None for volume in volumes):
+        raise _forbidden(info, name, f'node "{node}" can not create pods that reference persistentvolumeclaims')
+# [END node-restriction-pods]
+
+
+# [START node-restriction-nodes]
+def _admit_node(info, node: str, obj: dict, old: dict | None, operation: str) -> None:
+    """Its own Node only; its taints are the administrator's, and so are the
+    labels that steer workloads."""
+    name = obj["metadata"].get("name", "")
+    if name != node:
+        raise _forbidden(info, name, f'node "{node}" is not allowed to modify node "{name}"')
+    labels = _labels(obj)
+    if operation == "CREATE":
+        refused = forbidden_labels(set(labels))
+        if refused:
+            raise _forbidden(info, name, f'node "{node}" is not allowed to set the following labels: '
+                             + ", ".join(refused))
+    if operation == "UPDATE" and old is not None:
+        if _taints(obj) != _taints(old):
+            raise _forbidden(info, name, f'node "{node}" is not allowed to modify taints')
+        old_labels = _labels(old)
+        changed = {key for key in labels.keys() | old_labels.keys() if labels.get(key) != old_labels.get(key)}
+        refused = forbidden_labels(changed)
+        if refused:
+            # Kubernetes' message names no node here.
+            raise _forbidden(info, name, "is not allowed to modify labels: " + ", ".join(refused))
+
+
+def forbidden_labels(keys: set[str]) -> list[str]:
+    """The label keys a kubelet may not add, change or remove, sorted."""
+    return sorted(key for key in keys if _is_node_restriction_label(key)
+                  or (_is_kubernetes_label(key) and not _is_kubelet_label(key)))
+# [END node-restriction-nodes]
+
+
+def _prefix(key: str) -> str:
+    """A label key's prefix: "kubernetes.io" for "kubernetes.io/os"; "" for "app"."""
+    prefix, slash, _ = key.partition("/")
+    return prefix if slash else ""
+
+
+def _in_domain(prefix: str, domain: str) -> bool:
+    return prefix == domain or prefix.endswith("." + domain)
+
+
+def _is_node_restriction_label(key: str) -> bool:
+    return _in_domain(_prefix(key), NODE_RESTRICTION_LABELS)
+
+
+def _is_kubernetes_label(key: str) -> bool:
+    return _in_domain(_prefix(key), "kubernetes.io") or _in_domain(_prefix(key), "k8s.io")
+
+
+def _is_kubelet_label(key: str) -> bool:
+    return key in KUBELET_LABELS or any(_in_domain(_prefix(key), p) for p in KUBELET_LABEL_PREFIXES)
+
+
+def _labels(obj: dict) -> dict:
+    labels = obj["metadata"].get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def _taints(obj: dict) -> list:
+    """A Node's taints; none and an empty list are the same (Kubernetes' semantic equality)."""
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    return spec.get("taints") or []
 
 
 def admit_token_request(info, ref, get_pod) -> None:

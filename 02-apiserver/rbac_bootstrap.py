@@ -1,7 +1,9 @@
-"""The roles and bindings every RBAC cluster starts with, reconciled at start-up.
+"""The roles and bindings every cluster starts with, reconciled at start-up.
 
 Kubernetes' API server writes its default policy (bootstrappolicy) each time
-it starts: roles for people (cluster-admin, admin, edit, view), for every
+it starts, whatever --authorization-mode says (wherever it serves the
+rbac.authorization.k8s.io API), so a cluster that turns RBAC on later finds
+them there. Roles for people (cluster-admin, admin, edit, view), for every
 signed-in client (system:discovery, system:basic-user,
 system:public-info-viewer) and for the components (system:node,
 system:kube-scheduler, system:kube-controller-manager), and bindings that

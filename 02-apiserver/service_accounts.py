@@ -39,6 +39,7 @@ import api_errors
 import objects
 import registry
 from common.defaults import apply_defaults
+from node_authorizer import referenced
 
 SERVICE_ACCOUNTS = registry.for_kind("", "ServiceAccount")
 CONFIG_MAPS = registry.for_kind("", "ConfigMap")
@@ -134,9 +135,12 @@ def mount_token(spec: dict) -> None:
 
 def _check_mirror_pod(info, obj: dict, spec: dict) -> None:
     """A static pod runs with no API server to ask: it may not use a
-    ServiceAccount, nor its token."""
-    if spec.get("serviceAccountName"):
+    ServiceAccount, its token, nor a Secret (its kubelet could then read
+    that Secret through the Node authorizer, whoever wrote the manifest)."""
+    if spec.get("serviceAccountName") or spec.get("serviceAccount"):
         raise _forbidden(info, obj, "a mirror pod may not reference service accounts")
+    if referenced(obj, "secret"):
+        raise _forbidden(info, obj, "a mirror pod may not reference secrets")
     for volume in spec.get("volumes") or []:
         sources = ((volume or {}).get("projected") or {}).get("sources") or []
         if any(isinstance(s, dict) and "serviceAccountToken" in s for s in sources):

@@ -329,7 +329,10 @@ EXAMPLE = [
     # anyone else signed in may only discover
     (STRANGER, path("GET", "/apis"), True),
     (STRANGER, res("get", "pods", "d"), False),
-    (ANONYMOUS_USER, path("GET", "/version"), False),
+    # no token at all (--anonymous-auth): /version, as Kubernetes' system:public-info-viewer, and nothing else
+    (ANONYMOUS_USER, path("GET", "/version"), True),
+    (ANONYMOUS_USER, path("GET", "/api"), False),
+    (ANONYMOUS_USER, res("get", "pods", "d"), False),
 ]
 
 

@@ -129,10 +129,12 @@ def test_the_insecure_port_answers_for_an_all_powerful_user(secure):
 
 
 def test_a_rules_review_needs_a_token_on_the_secure_port(secure, certs):
-    anonymous = as_user(secure, certs, None)
+    anonymous, stranger = as_user(secure, certs, None), as_user(secure, certs, None)
+    stranger.session.headers["Authorization"] = "Bearer not-a-token"
     for path in ("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
                  "/apis/authentication.k8s.io/v1/selfsubjectreviews"):
-        assert anonymous.post(path, {"spec": {}}).status_code == 401
+        assert stranger.post(path, {"spec": {}}).status_code == 401
+        assert anonymous.post(path, {"spec": {}}).status_code == 403    # system:anonymous: the policy says no
 
 
 # ----- whoami -----

@@ -52,17 +52,43 @@ def as_user(secure, certs, user: str | None) -> Client:
     return client
 
 
-@pytest.mark.parametrize("header", [None, "Bearer wrong", "Basic YWRtaW46YWRtaW4=", "Bearer ", "Bearer a b",
+@pytest.mark.parametrize("header", ["Bearer wrong", "Basic YWRtaW46YWRtaW4=", "Bearer ", "Bearer a b",
                                     "Bearer " + "x" * 10_000])
-def test_no_or_a_wrong_token_is_401(secure, certs, header):
+def test_a_wrong_token_is_401(secure, certs, header):
     client = as_user(secure, certs, None)
-    headers = {"Authorization": header} if header else {}
     for path in ("/api/v1/namespaces/default/pods", "/version", "/api"):
-        response = client.get(path, headers=headers)
+        response = client.get(path, headers={"Authorization": header})
         assert response.status_code == 401, (path, response.text)
         assert response.json() == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}
     assert client.get("/healthz").text == "ok"      # health checks need no token
+
+
+def test_no_token_at_all_is_system_anonymous_and_the_policy_decides(secure, certs):
+    """--anonymous-auth, on by default as in Kubernetes: policy.jsonl lets
+    system:unauthenticated read /version, and nothing else."""
+    anonymous = as_user(secure, certs, None)
+    assert anonymous.get("/version").json()["gitVersion"].startswith("v1.")
+    refused = anonymous.get("/api/v1/namespaces/default/pods")
+    assert refused.status_code == 403
+    assert refused.json()["message"] == ('pods is forbidden: User "system:anonymous" cannot list resource "pods" '
+                                         'in API group "" in the namespace "default": No policy matched.')
+    assert anonymous.get("/api").status_code == 403
+    assert anonymous.get("/healthz").text == "ok"
+
+
+@pytest.mark.parametrize("flags", [("--anonymous-auth=false",), ("--authorization-mode", "AlwaysAllow")])
+def test_without_anonymous_auth_no_token_is_401(tmp_path, certs, flags):
+    """Off when asked, and off with AlwaysAllow, which would let anyone do anything (kube-apiserver's rule)."""
+    server = SecureServer(tmp_path / "data", certs, *flags).start()
+    try:
+        for path in ("/version", "/api/v1/namespaces/default/pods"):
+            assert as_user(server, certs, None).get(path).status_code == 401, path
+        assert as_user(server, certs, "viewer").get("/version").status_code == 200
+    finally:
+        server.stop()
+    if "AlwaysAllow" in flags:
+        assert "AnonymousAuth is not allowed with the AlwaysAllow authorizer" in server.log()
 
 
 def test_the_policy_decides_what_each_user_may_do(secure, certs):

@@ -164,14 +164,14 @@ def secure(tmp_path_factory, certs):
 @pytest.mark.parametrize("user, code", [
     ("admin", 200), ("viewer", 200),                       # their policy lines allow every path
     ("system:node:node1", 403), ("scheduler", 403),        # discovery, yes; metrics, no
-    (None, 401),
+    (None, 403),                                           # system:anonymous: no policy line
 ])
 def test_on_the_secure_port_the_policy_decides(secure, certs, user, code):
     response = as_user(secure, certs, user).get("/metrics")
     assert response.status_code == code, response.text
     if code == 403:
-        assert response.json()["message"] == (f'forbidden: User "{user}" cannot get path "/metrics": '
-                                               "No policy matched.")
+        assert response.json()["message"] == (f'forbidden: User "{user or "system:anonymous"}" cannot get path '
+                                               '"/metrics": No policy matched.')
 
 
 def test_refusals_are_counted_too(secure, certs):

@@ -14,7 +14,7 @@ PLUGINS = "NamespaceLifecycle,LimitRanger,DenyPrivileged,NoControllerManager,Nod
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    out = make_certs(tmp_path_factory.mktemp("certs"), nodes='node1,node2')
+    out = make_certs(tmp_path_factory.mktemp("certs"), nodes='node1,node2,node3')   # node3: not registered
     return out
 
 
@@ -89,6 +89,60 @@ def test_a_node_changes_only_its_own_node_and_lease(server, certs, world):
     assert refused.status_code == 403 and "same name as the requesting node" in refused.json()["message"]
 
 
+@pytest.mark.parametrize("labels, refused", [
+    ({"node-restriction.kubernetes.io/trusted": "yes"}, "node-restriction.kubernetes.io/trusted"),
+    ({"tier.node-restriction.kubernetes.io/pci": "yes"}, "tier.node-restriction.kubernetes.io/pci"),
+    ({"node-role.kubernetes.io/control-plane": ""}, "node-role.kubernetes.io/control-plane"),
+    ({"example.k8s.io/x": "y", "kubernetes.io/hostname": "other"}, "example.k8s.io/x"),
+    ({"kubernetes.io/os": None}, None),                          # removing its own os label is its business
+    ({"topology.kubernetes.io/zone": "z1", "node.kubernetes.io/instance-type": "big",
+      "kubelet.kubernetes.io/x": "y", "team": "a"}, None),     # what kubelets say about themselves
+])
+def test_a_node_may_not_set_labels_that_steer_workloads(server, certs, world, labels, refused):
+    admin, node1 = as_user(server, certs, "admin"), as_user(server, certs, "system:node:node1")
+    assert admin.patch("/api/v1/nodes/node1", {"metadata": {"labels": {"kubernetes.io/os": "linux"}}}).ok
+    response = node1.patch("/api/v1/nodes/node1", {"metadata": {"labels": labels}})
+    if refused is None:
+        assert response.status_code == 200, response.text
+        return
+    assert response.status_code == 403, response.text
+    assert response.json()["message"] == f'nodes "node1" is forbidden: is not allowed to modify labels: {refused}'
+    # An administrator may set them; the node may not take them away either.
+    assert admin.patch("/api/v1/nodes/node1", {"metadata": {"labels": labels}}).status_code == 200
+    removal = node1.patch("/api/v1/nodes/node1", {"metadata": {"labels": {refused: None}}})
+    assert removal.status_code == 403 and removal.json()["message"].endswith(f"modify labels: {refused}")
+
+
+def test_a_node_registers_only_with_labels_a_kubelet_may_set(server, certs):
+    node3 = as_user(server, certs, "system:node:node3")
+    labels = {"kubernetes.io/hostname": "node3", "node-restriction.kubernetes.io/trusted": "yes",
+              "node-role.kubernetes.io/worker": ""}
+    refused = node3.post("/api/v1/nodes", {"metadata": {"name": "node3", "labels": labels}})
+    assert refused.status_code == 403
+    assert refused.json()["message"] == ('nodes "node3" is forbidden: node "node3" is not allowed to set the '
+                                         "following labels: node-restriction.kubernetes.io/trusted, "
+                                         "node-role.kubernetes.io/worker")
+    # Taints at registration are allowed (kubelet --register-with-taints).
+    tainted = {"metadata": {"name": "node3", "labels": {"kubernetes.io/hostname": "node3"}},
+               "spec": {"taints": [{"key": "new", "effect": "NoSchedule"}]}}
+    assert node3.post("/api/v1/nodes", tainted).status_code == 201
+
+
+def test_a_node_may_not_change_its_taints(server, certs, world):
+    admin, node1 = as_user(server, certs, "admin"), as_user(server, certs, "system:node:node1")
+    taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+    assert admin.patch("/api/v1/nodes/node1", {"spec": {"taints": [taint]}}).status_code == 200
+    for change in ({"spec": {"taints": None}}, {"spec": {"taints": [{**taint, "effect": "PreferNoSchedule"}]}}):
+        refused = node1.patch("/api/v1/nodes/node1", change)
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["message"] == 'nodes "node1" is forbidden: node "node1" is not allowed to modify taints'
+    # Its heartbeat (the status) and its other fields still go through.
+    assert node1.patch("/api/v1/nodes/node1/status", {"status": {"phase": "Running"}}).status_code == 200
+    assert node1.patch("/api/v1/nodes/node1", {"spec": {"unschedulable": False}}).status_code == 200
+    assert admin.get("/api/v1/nodes/node1").json()["spec"]["taints"] == [taint]
+    assert admin.patch("/api/v1/nodes/node1", {"spec": {"taints": None}}).status_code == 200
+
+
 def test_a_node_writes_only_its_own_pods_status(server, certs, world):
     node1 = as_user(server, certs, "system:node:node1")
     status = {"status": {"phase": "Running"}}
@@ -104,6 +158,59 @@ def test_a_node_writes_only_its_own_pods_status(server, certs, world):
                                                       "containers": [{"name": "a", "image": "busybox:1.35"}]}}
     refused = node1.post(pods, plain)
     assert refused.status_code == 403 and "can only create mirror pods" in refused.json()["message"]
+
+
+MIRROR = {"kubernetes.io/config.mirror": "hash"}
+APP = {"name": "app", "image": "busybox:1.35"}
+
+
+def mirror_pod(name: str, node: str = "node1", container: dict | None = None, **spec) -> dict:
+    return {"metadata": {"name": name, "annotations": MIRROR},
+            "spec": {"nodeName": node, "containers": [{**APP, **(container or {})}], **spec}}
+
+
+@pytest.mark.parametrize("container, spec, refers_to", [
+    ({}, {"volumes": [{"name": "s", "secret": {"secretName": "private"}}]}, "secrets"),
+    ({"env": [{"name": "K", "valueFrom": {"secretKeyRef": {"name": "private", "key": "k"}}}]}, {}, "secrets"),
+    ({"envFrom": [{"secretRef": {"name": "private"}}]}, {}, "secrets"),
+    ({}, {"imagePullSecrets": [{"name": "private"}]}, "secrets"),
+    ({}, {"volumes": [{"name": "p", "projected": {"sources": [{"secret": {"name": "private"}}]}}]}, "secrets"),
+    ({}, {"volumes": [{"name": "c", "csi": {"driver": "d", "nodePublishSecretRef": {"name": "private"}}}]},
+     "secrets"),
+    ({}, {"initContainers": [{**APP, "name": "init", "envFrom": [{"secretRef": {"name": "private"}}]}]}, "secrets"),
+    ({}, {"volumes": [{"name": "c", "configMap": {"name": "private"}}]}, "configmaps"),
+    ({"env": [{"name": "K", "valueFrom": {"configMapKeyRef": {"name": "private", "key": "k"}}}]}, {}, "configmaps"),
+    ({"envFrom": [{"configMapRef": {"name": "private"}}]}, {}, "configmaps"),
+    ({}, {"volumes": [{"name": "p", "projected": {"sources": [{"configMap": {"name": "private"}}]}}]},
+     "configmaps"),
+    ({}, {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "private"}}]}, "persistentvolumeclaims"),
+    ({}, {"serviceAccountName": "default"}, "a service account"),
+    ({}, {"serviceAccount": "default"}, "a service account"),
+])
+def test_a_node_cannot_create_a_mirror_pod_that_refers_to_other_objects(server, certs, world, container, spec,
+                                                                         refers_to):
+    """Else the Node authorizer would let it read whatever its pod names."""
+    admin, node1 = as_user(server, certs, "admin"), as_user(server, certs, "system:node:node1")
+    for kind, body in (("secrets", {"stringData": {"k": "v"}}), ("configmaps", {"data": {"k": "v"}})):
+        assert admin.post(f"/api/v1/namespaces/{world}/{kind}", {"metadata": {"name": "private"}, **body}) \
+            .status_code in (201, 409)
+    name = unique("mirror")
+    refused = node1.post(f"/api/v1/namespaces/{world}/pods", mirror_pod(name, container=container, **spec))
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["message"] == (f'pods "{name}" is forbidden: node "node1" can not create pods that '
+                                         f"reference {refers_to}")
+    assert node1.get(f"/api/v1/namespaces/{world}/secrets/private").status_code == 403
+    assert node1.get(f"/api/v1/namespaces/{world}/configmaps/private").status_code == 403
+
+
+def test_a_node_creates_a_mirror_pod_that_refers_to_nothing(server, certs, world):
+    node1 = as_user(server, certs, "system:node:node1")
+    pods = f"/api/v1/namespaces/{world}/pods"
+    plain = mirror_pod(unique("mirror"), volumes=[{"name": "scratch", "emptyDir": {}}])
+    assert node1.post(pods, plain).status_code == 201
+    refused = node1.post(pods, mirror_pod(unique("mirror"), node="node2"))
+    assert refused.status_code == 403
+    assert refused.json()["message"].endswith('node "node1" can only create pods with spec.nodeName set to itself')
 
 
 def test_other_users_are_left_to_rbac(server, certs, world):
@@ -135,6 +242,12 @@ def test_the_binding_for_nodes_goes_when_the_node_authorizer_comes(tmp_path, cer
     ({"spec": {"initContainers": [{"envFrom": [{"configMapRef": {"name": "e"}}]}]}}, "configMap", {"e"}),
     ({"spec": {"imagePullSecrets": [{"name": "f"}]}}, "secret", {"f"}),
     ({"spec": {"imagePullSecrets": [{"name": "f"}]}}, "configMap", set()),
+    # Storage plugins' credentials, as Kubernetes' VisitPodSecretNames lists them.
+    ({"spec": {"volumes": [{"azureFile": {"secretName": "g"}}, {"cephfs": {"secretRef": {"name": "h"}}},
+                           {"csi": {"nodePublishSecretRef": {"name": "i"}}}]}}, "secret", {"g", "h", "i"}),
+    ({"spec": {"ephemeralContainers": [{"env": [{"valueFrom": {"configMapKeyRef": {"name": "j"}}}]}]}},
+     "configMap", {"j"}),
+    ({"spec": {"imagePullSecrets": [{"name": ""}], "volumes": "not a list"}}, "secret", set()),
 ])
 def test_what_a_pod_refers_to(pod, kind, names):
     assert node_authorizer.referenced(pod, kind) == names

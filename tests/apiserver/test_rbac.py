@@ -327,6 +327,19 @@ def test_the_default_policy_is_there(admin, certs, server):
     assert as_user(server, certs, "bob").get("/version").status_code == 200        # system:discovery
 
 
+def test_anyone_may_read_the_version_and_health_and_nothing_else(server, certs):
+    """--anonymous-auth (on by default, as in Kubernetes): no token at all is
+    system:anonymous, and system:public-info-viewer grants system:unauthenticated these paths."""
+    anonymous = as_user(server, certs, None)
+    for path in ("/version", "/healthz", "/livez", "/readyz"):
+        assert anonymous.get(path).status_code == 200, path
+    for path, what in (("/api", 'path "/api"'), ("/api/v1/namespaces/default/pods",
+                                                 'resource "pods" in API group "" in the namespace "default"')):
+        refused = anonymous.get(path)
+        assert refused.status_code == 403, path
+        assert 'User "system:anonymous" cannot' in refused.json()["message"] and what in refused.json()["message"]
+
+
 def test_aggregation_follows_new_roles(admin, alice, ns):
     name = unique("agg")
     labelled = role(name, grant(["get", "list"], ["widgets"], groups=["example.com"]), kind="ClusterRole")
@@ -356,6 +369,25 @@ def test_rbac_then_abac_each_allow_what_they_know(tmp_path, certs):
                                                       else ": No policy matched.")
         finally:
             started.stop()
+
+
+@pytest.mark.parametrize("mode", ["ABAC", "AlwaysAllow"])
+def test_the_default_roles_exist_whatever_authorizes(tmp_path, certs, kubectl, mode):
+    """Kubernetes writes them wherever it serves rbac.authorization.k8s.io: a
+    cluster may switch to RBAC later, or `kubectl auth reconcile` against them."""
+    started = SecureServer(tmp_path / "data", certs, "--authorization-mode", mode).start()
+    try:
+        shown = subprocess.run([kubectl, "-s", started.url, "--cache-dir", str(tmp_path / "cache"),
+                                "get", "clusterrole", "view", "-o", "jsonpath={.metadata.name} {.rules[*].verbs}"],
+                               capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.startswith("view ") and "watch" in shown.stdout      # aggregated, not empty
+        admin = as_user(started, certs, "admin")
+        for name in ("cluster-admin", "admin", "edit", "system:node", "system:public-info-viewer"):
+            assert admin.get(f"{RBAC_API}/clusterroles/{name}").status_code == 200, name
+        assert admin.get(f"{RBAC_API}/clusterrolebindings/system:discovery").status_code == 200
+    finally:
+        started.stop()
 
 
 def test_bad_authorization_modes_stop_the_server(tmp_path, certs):

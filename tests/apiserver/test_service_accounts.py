@@ -261,6 +261,24 @@ def test_a_pod_naming_a_missing_account_is_refused(admin, ns):
                                            f'{ns}/ghost: serviceaccount "ghost" not found')
 
 
+@pytest.mark.parametrize("spec, refusal", [
+    ({"serviceAccountName": "default"}, "a mirror pod may not reference service accounts"),
+    ({"volumes": [{"name": "s", "secret": {"secretName": "s"}}]}, "a mirror pod may not reference secrets"),
+    ({"containers": [{"name": "app", "image": "busybox:1.35", "envFrom": [{"secretRef": {"name": "s"}}]}]},
+     "a mirror pod may not reference secrets"),
+    ({"imagePullSecrets": [{"name": "s"}]}, "a mirror pod may not reference secrets"),
+    ({"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]},
+     "a mirror pod may not use ServiceAccountToken volume projections"),
+])
+def test_a_mirror_pod_may_not_use_an_account_or_a_secret(admin, ns, spec, refusal):
+    """Whoever creates it: a static pod's kubelet never asks for either."""
+    mirror = pod("static", **spec)
+    mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "hash"}
+    response = admin.post(f"/api/v1/namespaces/{ns}/pods", mirror)
+    assert response.status_code == 403, response.text
+    assert response.json()["message"] == f'pods "static" is forbidden: {refusal}'
+
+
 def test_the_account_is_checked_without_a_signing_key_too(tmp_path):
     server = APIServer(tmp_path / "data").start()
     try:
@@ -409,7 +427,7 @@ def test_a_verifier_outside_the_cluster_checks_a_token_with_the_published_keys(s
 def test_the_issuer_documents_need_a_signed_in_account_and_a_signing_key(server, certs, tmp_path):
     anonymous = Client(server.secure_url)
     anonymous.session.verify = str(certs / "ca.crt")
-    assert anonymous.get("/openid/v1/jwks").status_code == 401
+    assert anonymous.get("/openid/v1/jwks").status_code == 403     # bound to system:serviceaccounts only
     viewer = as_user(server, certs, "viewer")        # a user, not an account: RBAC grants it nothing here
     assert viewer.get("/.well-known/openid-configuration").status_code == 403
     plain = APIServer(tmp_path / "data").start()      # no --service-account-signing-key-file
