@@ -8,6 +8,7 @@ import pytest
 
 from apiserver_harness import APIServer, Client, pod, unique
 from polling import wait_for
+from test_custom_resources import crd  # noqa: F401 (a fixture: an established Website definition)
 
 POD = pod("web")
 
@@ -352,6 +353,20 @@ def test_json_patches_cannot_deepen_an_object_step_by_step(api, namespace):
     response = api.patch(f"{path}/grow", second, content_type="application/json-patch+json")
     assert_too_deep(response, "metadata.managedFields[0].fieldsV1.a.a... (101 levels)")
     assert response.json()["message"].startswith("the patched object is nested")
+
+
+def test_a_custom_object_nested_past_the_limit_is_refused_as_it_comes_and_as_it_grows(api, crd, namespace):
+    """Issue 35: a custom resource's free-form field took a 600-deep spec as well."""
+    group, _ = crd
+    path = f"/apis/{group}/v1/namespaces/{namespace}/websites"
+    body = '{"kind": "Website", "metadata": {"name": "deep"}, "spec": {"message": "hi", "extra": %s}}'
+    response = api.post(path, body % ('{"a": ' * 600 + "1" + "}" * 600))
+    assert_too_deep(response, "spec.extra.a.a.a.a... (101 levels)")
+    assert api.post(path, body % json.dumps(nested(90))).status_code == 201
+    grow = [{"op": "replace", "path": "/spec/extra" + "/a" * 90, "value": nested(90)}]   # the "x" 92 deep
+    assert_too_deep(api.patch(f"{path}/deep", grow, content_type="application/json-patch+json"),
+                    "spec.extra.a.a.a.a... (101 levels)")
+    assert api.delete(f"{path}/deep").status_code == 200
 
 
 def test_protobuf_nested_past_the_limit_is_a_400(api, namespace):
