@@ -54,12 +54,12 @@ def check_depth(value, what: str = "the request body"):
     return value
 
 
-def too_deep_text(body: bytes) -> api_errors.APIError:
+def too_deep_text(body: bytes | str) -> api_errors.APIError:
     """The 400 for JSON so deep that Python's parser ran out of stack (about
     1,000 levels) before there was an object to find the path in: the byte
     where it passes the limit instead."""
     depth, offset = 0, 0
-    for token in _JSON_TOKEN.finditer(body):
+    for token in _JSON_TOKEN.finditer(body.encode() if isinstance(body, str) else body):
         depth += {b"[": 1, b"{": 1, b"]": -1, b"}": -1}.get(token[0], 0)
         if depth > MAX_DEPTH:
             offset = token.start()

@@ -257,9 +257,10 @@ def _load_yaml(text: str, filename: str, json_numbers: bool, max_bytes: int) -> 
         except Refused as err:
             raise ManifestError(filename, err.line, err.message) from None
         except (OverflowError, ValueError) as err:
-            # PyYAML turns an escape like "\UFFFFFFFF" into a character
-            # with chr(), which refuses it with a bare exception.
-            raise ManifestError(filename, loader.line(),
+            # PyYAML's own reader (without libyaml) turns an escape like
+            # "\UFFFFFFFF" into a character with chr(), which refuses it
+            # with a bare exception.
+            raise ManifestError(filename, loader.get_mark().line + 1,
                                 f"invalid character escape in a quoted string ({err})") from None
         if root is None:
             break

@@ -27,9 +27,9 @@ import json_merge_patch
 import yaml
 
 import api_errors
+import body_limits
 import decode
 from common.manifests import GuardedLoader, Refused
-from common.nesting import depth_message, too_deep_at
 from . import schemas
 from . import server_side_apply
 from . import strategic_merge
@@ -65,7 +65,7 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
                                          "(kubectl sends --field-manager, default \"kubectl\")")
         _check_apply_types(applied, group, version, kind)
         result = server_side_apply.apply(live or None, applied, field_manager, group, version, kind, force)
-        return _check_depth(result, "the applied object (with its managedFields)")
+        return body_limits.check_depth(result, "the applied object (with its managedFields)")
     live = live or {}
     patch = _parse(body, "patch")
     if media_type == JSON_PATCH:
@@ -81,7 +81,7 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
         result = strategic_merge.strategic_merge(live, patch,
                                                  schemas.schema_for(group, version, kind))
     _expect_object(result, "the patched object is no longer a JSON object")
-    _check_depth(result, "the patched object")    # first: the type check walks it too
+    body_limits.check_depth(result, "the patched object")    # first: the type check walks it too
     _check_patched_types(result, patch if media_type == STRATEGIC_MERGE_PATCH else result,
                          group, version, kind)
     return result
@@ -168,8 +168,8 @@ def _parse(body: bytes, what: str, yaml_allowed: bool = False):
                 raise api_errors.bad_request(f"the {what} is not valid JSON: {error}")
             value = _load_yaml(text, what)
     except RecursionError:
-        raise api_errors.bad_request(f"the {what} is nested too deeply")
-    return _check_depth(value, f"the {what}")
+        raise body_limits.too_deep_text(text) from None
+    return body_limits.check_depth(value, f"the {what}")
 
 
 class _ManifestLoader(GuardedLoader):
@@ -222,14 +222,6 @@ def _json_values(value, what: str):
     elif value is not None and not isinstance(value, (str, int, float, bool)):
         raise api_errors.bad_request(f"the {what} holds a YAML value JSON cannot hold "
                                      f"({type(value).__name__}); use plain strings, numbers, lists and maps")
-    return value
-
-
-def _check_depth(value, what: str):
-    """`value`, or 400 if it nests deeper than the one limit (common/nesting.py)."""
-    where = too_deep_at(value)
-    if where is not None:
-        raise api_errors.bad_request(depth_message(what, where))
     return value
 
 
