@@ -8,7 +8,8 @@ request's `fieldValidation` asks (kubectl sends Strict):
     Warn    -> accepted, unknown fields dropped, a `Warning` header for each
     Ignore  -> accepted, unknown fields dropped silently
 
-Calls out of the core, to take on trust on a first read: `kubectl_compat`'s
+Calls out of the core, to take on trust on a first read: `body_limits`
+(what no body may be: too deep, not UTF-8, a YAML bomb), `kubectl_compat`'s
 `protobuf` (kubectl 1.32 and 1.33 send some bodies as protobuf), `type_check`
 (a string where a number belongs is a 400 with Go's text) and
 `field_validation` (the unknown-field checks above).
@@ -20,10 +21,10 @@ import math
 import re
 
 import api_errors
+import body_limits
 from kubectl_compat import field_validation
 from kubectl_compat import protobuf
 from kubectl_compat import type_check
-from common.manifests import ManifestError, load_manifest_text
 
 JSON_TYPES = ("application/json", "application/yaml")
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -40,22 +41,13 @@ def parse_body(body: bytes, content_type: str) -> object:
     """JSON or YAML text -> Python value; 400 with the parser's words otherwise."""
     if not body.strip():
         raise api_errors.bad_request("the request body is empty: send a JSON or YAML object")
-    kind = media_type(content_type)
+    if media_type(content_type) in ("application/yaml", "application/apply-patch+yaml") \
+            and body.lstrip()[:1] not in (b"{", b"["):
+        return body_limits.yaml_object(body)      # chapter 01's manifest loader, with the server's limits
     try:
-        if kind in ("application/yaml", "application/apply-patch+yaml") and body.lstrip()[:1] not in (b"{", b"["):
-            # The chapter 01 manifest loader: refuses duplicate keys, YAML
-            # bombs and deep nesting, and names the line of each problem.
-            manifests = load_manifest_text(body, "request body")
-            if len(manifests) != 1:
-                raise api_errors.bad_request(f"the request body must hold one object, not {len(manifests)}")
-            return manifests[0].obj
         return loads_json(body)
-    except ManifestError as error:
-        raise api_errors.bad_request(str(error)) from None
     except RecursionError:
-        raise api_errors.bad_request("the request body is nested too deeply") from None
-    except UnicodeDecodeError as error:
-        raise api_errors.bad_request(f"the request body is not UTF-8 text: {error}") from None
+        raise body_limits.too_deep_text(body) from None
     except ValueError as error:   # json.JSONDecodeError
         raise api_errors.bad_request(f"the request body is not valid JSON: {error}") from None
 
@@ -78,10 +70,12 @@ def decode_object(body: bytes, content_type: str, resource) -> dict:
 
 
 def loads_json(text: bytes | str):
-    """json.loads as Go reads JSON: NaN and Infinity are not JSON, and a
-    number too big for a float64 (1e999) is an error, not infinity. Python
-    accepts both, and would then store `Infinity`, which no client can read."""
-    return json.loads(text, parse_constant=_not_json, parse_float=_finite_float)
+    """json.loads as Go reads JSON: UTF-8 only, NaN and Infinity are not
+    JSON, and a number too big for a float64 (1e999) is an error, not
+    infinity. Python accepts all three, and would then store `Infinity`,
+    which no client can read. Nor may it nest past body_limits' limit."""
+    value = json.loads(body_limits.utf8_text(text), parse_constant=_not_json, parse_float=_finite_float)
+    return body_limits.check_depth(value)
 
 
 def _not_json(constant: str):

@@ -44,6 +44,7 @@ from pathlib import Path
 import api_errors
 import registry
 from common.log import get_logger
+from common.nesting import checked, too_deep_at
 from event_log import CorruptLog, EventLog, record_line
 from event_log import fsync_dir as _fsync_dir
 from watch_cache import Event, WatchCache
@@ -216,6 +217,9 @@ class FileStore:
             resource = registry.lookup(record["group"], record["version"], record["plural"])
             if resource is None:
                 continue                  # a kind this server no longer serves: nobody can watch it
+            if too_deep_at(record["object"]) or too_deep_at(record.get("old")):   # (see _read_object)
+                log.info("event nested too deeply left out", file=str(self.event_log.directory), rv=record["rv"])
+                continue
             event = Event(record["type"], record["rv"], resource, record["namespace"],
                           record["object"], record.get("old"))
             events.append(event)
@@ -247,7 +251,7 @@ class FileStore:
 
     def _read_object(self, path: Path) -> dict | None:
         try:
-            obj = json.loads(path.read_bytes())
+            obj = checked(json.loads(path.read_bytes()))   # an older version stored objects of any depth
             int(obj["metadata"]["resourceVersion"])
             if not isinstance(obj["metadata"]["name"], str):
                 raise TypeError("metadata.name is not a string")

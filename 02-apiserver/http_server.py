@@ -13,7 +13,8 @@ deadline, so a client that stalls holds up only itself:
     a body over --max-request-bytes            413, in every transfer encoding, before the
                                                  app sees a byte of it
     a garbage request line, a huge URL or      400, 414, 431: a Status object, as from the app
-      header, an unknown transfer coding
+      header, over 1 MiB of headers, an
+      unknown transfer coding
     more than --max-connections at once        429 (watches and other streams do not count)
 
 Connections are kept alive between requests, as Kubernetes' clients expect:
@@ -47,6 +48,8 @@ FULL_SECONDS = 1            # how long a connection over --max-connections may t
 LINGER_SECONDS = 2          # after refusing a request, read what the client still sends, for this long
 LINGER_BYTES = 64 * 1024 * 1024   # ...or this much, so that it reads our answer instead of a reset
 MAX_CHUNK_LINE = 4096       # a chunk-size line, or a trailer line, is never longer
+MAX_HEADER_BYTES = 1 << 20  # the request line and headers together: Go's net/http limit, and so Kubernetes'
+
 MAX_TRAILERS = 100
 CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
 REASONS = {400: "BadRequest", 408: "Timeout", 413: "RequestEntityTooLarge", 414: "RequestURITooLong",
@@ -88,6 +91,30 @@ class DeadlineReader(io.RawIOBase):
             return self.sock.recv_into(buffer)
         except socket.timeout:
             raise ClientTimeout("the client did not send its request in time") from None
+
+
+class HeadTooLarge(Exception):
+    """The request line and headers passed MAX_HEADER_BYTES."""
+
+
+class HeadBudget:
+    """Stands in for the connection's reader while the headers are read.
+
+    The standard library allows 100 headers of 64 KiB each: 6.5 MB that a
+    client without a token could make the server hold per connection. This
+    counts the bytes as they arrive and stops at the budget, before the
+    rest is read and long before authentication."""
+
+    def __init__(self, rfile, budget: int):
+        self.rfile, self.budget = rfile, budget
+
+    def readline(self, limit: int = -1) -> bytes:
+        allowed = self.budget + 1 if limit < 0 else min(limit, self.budget + 1)
+        line = self.rfile.readline(allowed)
+        self.budget -= len(line)
+        if self.budget < 0:
+            raise HeadTooLarge()
+        return line
 
 
 class RequestHandler(http.server.BaseHTTPRequestHandler):
@@ -180,6 +207,17 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
             raise
         if body is not None:
             self.run_app(body)
+
+    def parse_request(self) -> bool:
+        """The standard library's, reading the headers within MAX_HEADER_BYTES."""
+        rfile, self.rfile = self.rfile, HeadBudget(self.rfile, MAX_HEADER_BYTES - len(self.raw_requestline))
+        try:
+            return super().parse_request()
+        except HeadTooLarge:
+            self.send_error(431, f"the request's headers are larger than {MAX_HEADER_BYTES} bytes")
+            return False
+        finally:
+            self.rfile = rfile
 
     def _allowed_seconds(self) -> float:
         """A connection over --max-connections only has time to hear its 429."""

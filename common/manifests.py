@@ -39,18 +39,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from yaml.composer import Composer
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
+
+from common.nesting import MAX_DEPTH, too_deep_at
+
+try:   # libyaml, PyYAML's parser in C: its wheels ship it
+    from yaml._yaml import CParser
+except ImportError:   # pragma: no cover (a PyYAML built without libyaml)
+    CParser = None
 
 # The API server refuses request bodies over 3 MiB (MaxRequestBodyBytes),
 # so a bigger manifest could never be applied anyway.
 MAX_BYTES = 3 * 1024 * 1024
-# Real manifests nest a few dozen levels at most (CRD schemas are the
-# deepest); the limit keeps PyYAML's recursive composer off Python's stack.
-MAX_DEPTH = 100
+# MAX_DEPTH (common/nesting.py): real manifests nest a few dozen levels at
+# most (CRD schemas are the deepest); the limit keeps PyYAML's recursive
+# composer off Python's stack, and is the API server's limit for every body.
 # Nodes that aliases may pull in per document, counted each time an alias is
 # used. Without aliases a document is bounded by MAX_BYTES already.
 MAX_ALIAS_NODES = 100_000
+# Values (scalars, lists and mappings) in one document. Reading YAML costs
+# about 5 microseconds of CPU per value even with libyaml's parser, and
+# 3 MiB of `[1,1,1,...]` is 1.5 million values (once 90 s of CPU): the budget
+# bounds one document's parse to about a second. A 3 MiB CRD, the biggest
+# real manifest, holds about 100,000 values (some 30 bytes each).
+MAX_NODES = 200_000
 EXTENSIONS = (".yaml", ".yml", ".json")
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -169,10 +184,12 @@ def _too_big(filename: str, size: int) -> ManifestError:
                          "accepts in one request; split it into several files")
 
 
-def load_manifest_text(text: str | bytes, filename: str) -> list[Manifest]:
+def load_manifest_text(text: str | bytes, filename: str, max_bytes: int = MAX_BYTES) -> list[Manifest]:
     """Load every object from YAML or JSON text (bytes are decoded as UTF-8).
 
     filename is only used in messages and in the Manifests returned.
+    max_bytes bounds what YAML aliases may expand a document to (the API
+    server passes its --max-request-bytes).
     """
     if isinstance(text, (bytes, bytearray)):
         text = _decode(bytes(text), filename)
@@ -186,22 +203,37 @@ def load_manifest_text(text: str | bytes, filename: str) -> list[Manifest]:
                             "(is this a binary file?)")
     text = text.removeprefix("\ufeff")
     looks_like_json = text.lstrip()[:1] in ("{", "[")
+    is_json = looks_like_json and _is_json(text, filename)
     try:
-        return _load_yaml(text, filename, looks_like_json)
+        return _load_yaml(text, filename, looks_like_json, max_bytes)
     except (yaml.MarkedYAMLError, yaml.reader.ReaderError) as err:
-        syntax_error = err
-    # PyYAML refuses some valid JSON (tabs used as indentation, for one).
+        if not is_json:
+            raise _yaml_error(err, filename, text) from None
+    # YAML refuses some valid JSON (tabs used as indentation, for one).
     # json.loads reads it, without line numbers.
-    if looks_like_json:
-        try:
-            value = json.loads(text, object_pairs_hook=_reject_duplicate_json_keys)
-        except (ValueError, RecursionError) as err:
-            if filename.endswith(".json"):
-                raise _json_error(err, filename) from None
-        else:
-            _check_json_depth(value, filename)
-            return _documents_to_manifests(value, {}, filename, 1)
-    raise _yaml_error(syntax_error, filename, text) from None
+    return _documents_to_manifests(_json_value(text, filename), {}, filename, 1)
+
+
+def _is_json(text: str, filename: str) -> bool:
+    """Is text that looks like JSON JSON? If not it may still be YAML's
+    flow style (`{name: web}`), except in a .json file, where JSON's rules
+    hold: a trailing comma, which YAML allows, is an error there."""
+    try:
+        json.loads(text)
+        return True
+    except (ValueError, RecursionError) as err:
+        if filename.endswith(".json"):
+            raise _json_error(err, filename) from None
+        return False
+
+
+def _json_value(text: str, filename: str):
+    try:
+        value = json.loads(text, object_pairs_hook=_reject_duplicate_json_keys)
+    except (ValueError, RecursionError) as err:
+        raise _json_error(err, filename) from None
+    _check_json_depth(value, filename)
+    return value
 
 
 def _decode(data: bytes, filename: str) -> str:
@@ -215,17 +247,19 @@ def _decode(data: bytes, filename: str) -> str:
                             "cannot be decoded (is this a binary file?)") from None
 
 
-def _load_yaml(text: str, filename: str, json_numbers: bool) -> list[Manifest]:
+def _load_yaml(text: str, filename: str, json_numbers: bool, max_bytes: int) -> list[Manifest]:
     manifests = []
-    loader = _GuardedLoader(text)
+    loader = GuardedLoader(text)
+    loader.max_bytes = max_bytes
     while True:
         try:
             root = loader.get_node() if loader.check_node() else None
-        except _Refused as err:
+        except Refused as err:
             raise ManifestError(filename, err.line, err.message) from None
         except (OverflowError, ValueError) as err:
-            # PyYAML turns an escape like "\UFFFFFFFF" into a character
-            # with chr(), which refuses it with a bare exception.
+            # PyYAML's own reader (without libyaml) turns an escape like
+            # "\UFFFFFFFF" into a character with chr(), which refuses it
+            # with a bare exception.
             raise ManifestError(filename, loader.get_mark().line + 1,
                                 f"invalid character escape in a quoted string ({err})") from None
         if root is None:
@@ -238,7 +272,7 @@ def _load_yaml(text: str, filename: str, json_numbers: bool) -> list[Manifest]:
     return manifests
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """Raised inside PyYAML's composer; _load_yaml adds the file name."""
 
     def __init__(self, line: int, message: str):
@@ -246,46 +280,94 @@ class _Refused(Exception):
         self.line, self.message = line, message
 
 
-class _GuardedLoader(yaml.SafeLoader):
-    """SafeLoader whose composer refuses deep nesting and alias bombs early.
+if CParser is not None:
+    class _FastSafeLoader(Composer, CParser, SafeConstructor, Resolver):
+        """PyYAML's SafeLoader with libyaml's parser: its events come from C,
+        about twenty times faster, while composing nodes stays in Python,
+        where GuardedLoader can count them (libyaml's own composer would
+        recurse in C with no limit, and crash on `[[[[...]]]]`)."""
+
+        def __init__(self, stream):
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+else:   # pragma: no cover
+    _FastSafeLoader = yaml.SafeLoader
+
+
+class GuardedLoader(_FastSafeLoader):
+    """A SafeLoader whose composer refuses, while it reads, what would be
+    too costly to build: deep nesting, alias bombs, too many values.
 
     PyYAML composes nodes recursively, so `[[[[...]]]]` 10,000 deep would
-    hit Python's recursion limit; we stop at MAX_DEPTH. And it keeps track
-    of how many nodes each composed node stands for, so that a document
-    whose aliases would expand past MAX_ALIAS_NODES is refused while it is
+    hit Python's recursion limit; we stop at MAX_DEPTH. Every value costs
+    CPU; we stop at MAX_NODES. And it keeps track of how many nodes and bytes
+    each composed node stands for, so that a document whose aliases would
+    expand past MAX_ALIAS_NODES nodes, or past max_bytes of text (one 1 MiB
+    string used 50 times would be a 50 MiB object), is refused while it is
     being read, not after PyYAML has read 3 MiB of `*a, *a, *a`.
-    (_Builder counts again as it expands; this is the early exit.)
+    (_Builder counts nodes again as it expands; this is the early exit.)
     """
+
+    max_bytes = MAX_BYTES
 
     def __init__(self, stream):
         super().__init__(stream)
         self._depth = 0
-        self._sizes: dict[int, int] = {}  # id(node) -> nodes it expands to
-        self._alias_nodes = 0
+
+    def line(self) -> int:
+        """The line of the next event: where a refused node starts."""
+        return self.peek_event().start_mark.line + 1
 
     def compose_document(self):
-        self._sizes, self._alias_nodes = {}, 0  # anchors are per document too
+        # Anchors and budgets are per document.
+        self._nodes: dict[int, int] = {}       # id(collection) -> nodes it expands to
+        self._bytes: dict[int, int] = {}       # id(collection) -> bytes of text it expands to
+        self._alias_nodes = self._composed = self._decoded = 0
         return super().compose_document()
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
-            line = self.peek_event().start_mark.line + 1  # where the alias is used
-            node = super().compose_node(parent, index)  # the anchored node itself
-            # A recursive alias has no size yet; _Builder reports it.
-            self._alias_nodes += self._sizes.get(id(node), 1)
-            if self._alias_nodes > MAX_ALIAS_NODES:
-                raise _Refused(line, _BOMB_MESSAGE)
-            return node
+            return self._compose_alias(parent, index)
         self._depth += 1
         try:
-            if self._depth > MAX_DEPTH:
-                raise _Refused(self.peek_event().start_mark.line + 1, _TOO_DEEP_MESSAGE)
+            if self._depth > MAX_DEPTH + 1:     # the root is at depth 0
+                raise Refused(self.line(), _TOO_DEEP_MESSAGE)
+            self._composed += 1
+            if self._composed > MAX_NODES:
+                raise Refused(self.line(), _TOO_MANY_MESSAGE)
             node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
-        self._sizes[id(node)] = 1 + sum(self._sizes.get(id(child), 1)
-                                        for child in _children(node))
+        if isinstance(node, ScalarNode):        # the most common node: kept quick
+            self._add_bytes(len(node.value), node)
+            return node
+        children = _children(node)
+        self._nodes[id(node)] = 1 + sum(self._nodes.get(id(child), 1) for child in children)
+        self._bytes[id(node)] = 2 + sum(self._size(child) for child in children)
+        self._add_bytes(2, node)
         return node
+
+    def _compose_alias(self, parent, index):
+        line = self.line()                      # where the alias is used
+        node = super().compose_node(parent, index)  # the anchored node itself
+        # A recursive alias has no size yet; _Builder reports it.
+        self._alias_nodes += self._nodes.get(id(node), 1)
+        if self._alias_nodes > MAX_ALIAS_NODES:
+            raise Refused(line, _BOMB_MESSAGE)
+        self._add_bytes(self._size(node), node, line)
+        return node
+
+    def _size(self, node) -> int:
+        """Bytes of text `node` stands for, aliases expanded: what it costs to store."""
+        return len(node.value) if isinstance(node, ScalarNode) else self._bytes.get(id(node), 0)
+
+    def _add_bytes(self, size: int, node, line: int = 0) -> None:
+        self._decoded += size
+        if self._decoded > self.max_bytes:
+            raise Refused(line or _line(node), f"aliases expand this document to more than {self.max_bytes} "
+                           "bytes, the most one request may hold; refusing to expand them")
 
 
 def _children(node):
@@ -297,6 +379,8 @@ def _children(node):
 
 
 _TOO_DEEP_MESSAGE = f"nested more than {MAX_DEPTH} levels deep; a real manifest never is"
+_TOO_MANY_MESSAGE = (f"more than {MAX_NODES} values in one document, more than reading it may "
+                     "cost; split it")
 _BOMB_MESSAGE = (f"aliases expand to more than {MAX_ALIAS_NODES} nodes (a \"billion laughs\" "
                  "YAML bomb?); refusing to expand them")
 
@@ -354,7 +438,7 @@ class _Builder:
             self.building.discard(id(node))
 
     def scalar(self, node: ScalarNode):
-        if self.json_numbers and node.style is None and node.tag == _STR_TAG:
+        if self.json_numbers and not node.style and node.tag == _STR_TAG:   # plain: None, or "" from libyaml
             # An unquoted JSON scalar that YAML 1.1 calls a string, like 1e3.
             try:
                 number = json.loads(node.value)
@@ -510,26 +594,12 @@ def _reject_duplicate_json_keys(pairs):
     return obj
 
 
-def too_deep(value) -> bool:
-    """Is a decoded JSON value nested more than MAX_DEPTH levels? Without
-    recursing ourselves: the point is to refuse what would blow the stack.
-    The one depth check for JSON, here and in the API server's PATCH path."""
-    stack = [(value, 0)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        if isinstance(value, dict):
-            stack.extend((child, depth + 1) for child in value.values())
-        elif isinstance(value, list):
-            stack.extend((child, depth + 1) for child in value)
-    return False
-
-
 def _check_json_depth(value, filename: str) -> None:
-    """The YAML path's depth limit, for what json.loads read."""
-    if too_deep(value):
-        raise _too_deep(filename, 0)
+    """The YAML path's depth limit, for what json.loads read (common/nesting.py)."""
+    where = too_deep_at(value)
+    if where is not None:
+        raise ManifestError(filename, 0, f"nested more than {MAX_DEPTH} levels deep at {where}; "
+                            "a real manifest never is")
 
 
 def _json_error(err: Exception, filename: str) -> ManifestError:

@@ -27,8 +27,9 @@ import json_merge_patch
 import yaml
 
 import api_errors
+import body_limits
 import decode
-from common.manifests import MAX_DEPTH, too_deep
+from common.manifests import GuardedLoader, Refused
 from . import schemas
 from . import server_side_apply
 from . import strategic_merge
@@ -42,8 +43,9 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
 # Real objects nest about 15 levels deep. A limit far above that
-# (common.manifests.MAX_DEPTH, the same as for manifests) keeps a hostile
-# body from exhausting the recursion of the merge functions.
+# (common/nesting.py, the same for every body) keeps a hostile body, or a
+# patch that deepens an object step by step, from exhausting the recursion
+# of the merge functions and of everything that later reads the object.
 
 # [START apply-patch]
 def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, version: str,
@@ -62,8 +64,8 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
             raise api_errors.bad_request("fieldManager is required for apply requests "
                                          "(kubectl sends --field-manager, default \"kubectl\")")
         _check_apply_types(applied, group, version, kind)
-        return server_side_apply.apply(live or None, applied, field_manager, group, version,
-                                       kind, force)
+        result = server_side_apply.apply(live or None, applied, field_manager, group, version, kind, force)
+        return body_limits.check_depth(result, "the applied object (with its managedFields)")
     live = live or {}
     patch = _parse(body, "patch")
     if media_type == JSON_PATCH:
@@ -79,6 +81,7 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
         result = strategic_merge.strategic_merge(live, patch,
                                                  schemas.schema_for(group, version, kind))
     _expect_object(result, "the patched object is no longer a JSON object")
+    body_limits.check_depth(result, "the patched object")    # first: the type check walks it too
     _check_patched_types(result, patch if media_type == STRATEGIC_MERGE_PATCH else result,
                          group, version, kind)
     return result
@@ -165,13 +168,13 @@ def _parse(body: bytes, what: str, yaml_allowed: bool = False):
                 raise api_errors.bad_request(f"the {what} is not valid JSON: {error}")
             value = _load_yaml(text, what)
     except RecursionError:
-        raise api_errors.bad_request(f"the {what} is nested too deeply")
-    _check_depth(value, what)
-    return value
+        raise body_limits.too_deep_text(text) from None
+    return body_limits.check_depth(value, f"the {what}")
 
 
-class _ManifestLoader(yaml.SafeLoader):
-    """YAML as Kubernetes reads it: no aliases, no dates.
+class _ManifestLoader(GuardedLoader):
+    """YAML as Kubernetes reads it: no aliases, no dates; and as chapter 01's
+    loader reads it: libyaml's speed, a depth limit and a budget of values.
 
     Aliases let a few lines expand into millions of nodes (the "billion
     laughs"), and manifests never need them. Unquoted dates stay strings,
@@ -193,6 +196,8 @@ def _load_yaml(text: str, what: str):
         return _json_values(_json_keys(yaml.load(text, Loader=_ManifestLoader)), what)
     except yaml.YAMLError as error:
         raise api_errors.bad_request(f"the {what} is neither valid JSON nor valid YAML: {error}")
+    except Refused as error:              # too deep, or too many values
+        raise api_errors.bad_request(f"the {what} is refused, line {error.line}: {error.message}")
 
 
 def _json_keys(value):
@@ -218,12 +223,6 @@ def _json_values(value, what: str):
         raise api_errors.bad_request(f"the {what} holds a YAML value JSON cannot hold "
                                      f"({type(value).__name__}); use plain strings, numbers, lists and maps")
     return value
-
-
-def _check_depth(value, what: str) -> None:
-    """Refuse documents deeper than MAX_DEPTH (the manifests' limit too)."""
-    if too_deep(value):
-        raise api_errors.bad_request(f"the {what} is nested more than {MAX_DEPTH} levels deep")
 
 
 def _expect_object(value, message: str) -> None:

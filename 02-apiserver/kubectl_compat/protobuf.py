@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import api_errors
+import body_limits
 
 MAGIC = b"k8s\x00"
 TABLE = Path(__file__).with_name("protobuf_types.json")
@@ -278,7 +279,7 @@ def _time(fields: dict, where: str):
     if not fields:
         return None
     seconds = _signed(_number(_last(fields.get(1)), where))
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339(_utc(seconds, where)) + "Z"
 
 
 def _micro_time(fields: dict, where: str):
@@ -287,8 +288,23 @@ def _micro_time(fields: dict, where: str):
         return None
     seconds = _signed(_number(_last(fields.get(1)), where))
     micros = _number(_last(fields.get(2)), where) // 1000
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{micros:06d}Z"
+    if micros > 999_999:
+        raise ProtobufError(f"{where}: {micros * 1000} nanoseconds is more than a second")
+    return _rfc3339(_utc(seconds, where)) + f".{micros:06d}Z"
+
+
+def _utc(seconds: int, where: str) -> datetime.datetime:
+    """A time RFC 3339 can write: years 1 to 9999 (Go's JSON refuses the
+    rest too). Out of range is the client's mistake, a 400, not a 500."""
+    try:
+        return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    except (OverflowError, ValueError, OSError):
+        raise ProtobufError(f"{where}: {seconds} seconds since 1970 is not a time "
+                            "between the years 1 and 9999") from None
+
+
+def _rfc3339(moment: datetime.datetime) -> str:
+    return f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S")   # %Y would write year 5 as "5"
 
 
 def _quantity(fields: dict, where: str) -> str:
@@ -317,9 +333,10 @@ SPECIAL_TYPES = {"meta/v1.Time": _time, "meta/v1.MicroTime": _micro_time, "resou
 
 
 def object_from_request(body: bytes, resource) -> dict:
-    """decode(), with what goes wrong told as the API's Status errors."""
+    """decode(), with what goes wrong told as the API's Status errors, and
+    within the nesting limit every body keeps (body_limits.py)."""
     try:
-        return decode(body)
+        return body_limits.check_depth(decode(body))
     except UnknownKind as error:
         raise api_errors.APIError(415, "UnsupportedMediaType", (
             f"this API server cannot read this body sent as protobuf to the {resource.plural} URL: {error} "
