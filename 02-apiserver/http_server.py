@@ -13,8 +13,8 @@ deadline, so a client that stalls holds up only itself:
     a body over --max-request-bytes            413, in every transfer encoding, before the
                                                  app sees a byte of it
     a garbage request line, a huge URL or      400, 414, 431: a Status object, as from the app
-      header, over 1 MiB of headers, an
-      unknown transfer coding
+      header, over 1 MiB of headers, a header
+      name Go would refuse, an unknown transfer coding
     more than --max-connections at once        429 (watches and other streams do not count)
 
 Connections are kept alive between requests, as Kubernetes' clients expect:
@@ -52,9 +52,30 @@ MAX_HEADER_BYTES = 1 << 20  # the request line and headers together: Go's net/ht
 
 MAX_TRAILERS = 100
 CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
+HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")    # RFC 9110's token
 REASONS = {400: "BadRequest", 408: "Timeout", 413: "RequestEntityTooLarge", 414: "RequestURITooLong",
            429: "TooManyRequests", 431: "RequestHeaderFieldsTooLarge", 500: "InternalError",
            501: "NotImplemented", 505: "HTTPVersionNotSupported"}
+
+
+def header_problem(headers) -> str | None:
+    """Why a request's headers cannot be trusted, or None.
+
+    Go's server, and so Kubernetes, answers 400 to a header line it cannot
+    parse. Python's parser instead stops at the first such line and takes
+    it and every line after it for the body: `Transfer-Encoding : chunked`
+    (a space before the colon) beside a Content-Length would be dropped
+    without a word, while a proxy in front may read it as chunked, and
+    the two would then disagree on where the request ends (smuggling)."""
+    unparsed = headers.get_payload()
+    line = unparsed.splitlines()[0] if unparsed else ""
+    if unparsed and ":" not in line:
+        return f"malformed header line (no colon): {line[:40]!r}"
+    bad = [name for name in headers.keys() if not HEADER_NAME.fullmatch(name)]
+    if unparsed or headers.defects or bad:
+        name = line.split(":", 1)[0] if unparsed else (bad[0] if bad else "")
+        return f"invalid header name {name[:40]!r}: a header name is a token, with no spaces before its colon"
+    return None
 
 
 @dataclass(frozen=True)
@@ -198,6 +219,8 @@ class RequestHandler(http.server.BaseHTTPRequestHandler):
                 return self.send_error(400, "the request line is empty")
             if not self.parse_request():       # it has answered: 400, 431 or 505
                 return
+            if problem := header_problem(self.headers):
+                return self.send_error(400, problem)
             if not self.holds_slot:
                 return self.send_error(429, f"the server has {self.server.limits.max_connections} connections "
                                        "open (the --max-connections limit): try again in a moment")

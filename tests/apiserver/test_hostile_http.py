@@ -337,6 +337,11 @@ MALFORMED = {
     "both lengths": (b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n", b"2\r\n{}\r\n0\r\n\r\n", 400, "not both"),
     "gzip transfer coding": (b"Transfer-Encoding: gzip, chunked\r\n", b"2\r\n{}\r\n0\r\n\r\n", 501, "chunked"),
     "two Content-Lengths": (b"Content-Length: 2\r\nContent-Length: 3\r\n", b"{}", 400, "Content-Length"),
+    # Go's server refuses the name "Transfer-Encoding " (issue 35); Python's parser dropped it silently.
+    "a space before the colon of Transfer-Encoding": (b"Transfer-Encoding : chunked\r\nContent-Length: 2\r\n",
+                                                      b"2\r\n{}\r\n0\r\n\r\n", 400, "invalid header name"),
+    "Content-Length, then Transfer-Encoding with a space": (b"Content-Length: 2\r\nTransfer-Encoding : chunked\r\n",
+                                                            b"2\r\n{}\r\n0\r\n\r\n", 400, "invalid header name"),
     "negative Content-Length": (b"Content-Length: -2\r\n", b"{}", 400, "Content-Length"),
     "deep nesting, Content-Length": (b"Content-Length: 200000\r\n", b"[" * 100_000 + b"]" * 100_000, 400, ""),
     "deep nesting, chunked": (b"Transfer-Encoding: chunked\r\n", chunked(b"[" * 100_000 + b"]" * 100_000, 4096),
@@ -369,6 +374,10 @@ REQUESTS = {
     "200 KB header": (b"GET /api HTTP/1.1", b"X-Big: " + b"a" * 200_000 + b"\r\n", 431, "header"),
     "200 headers": (b"GET /api HTTP/1.1", b"".join(b"X-%d: 1\r\n" % i for i in range(200)), 431, "headers"),
     "NUL in the URL": (b"GET /api/v1/namespaces/default/pods/a\x00b HTTP/1.1", b"", 404, ""),
+    "a space before a header's colon": (b"GET /api HTTP/1.1", b"X-Thing : 1\r\n", 400, "invalid header name"),
+    "a header name that is not a token": (b"GET /api HTTP/1.1", b"X(thing): 1\r\n", 400, "invalid header name"),
+    "a header with no name": (b"GET /api HTTP/1.1", b": 1\r\n", 400, "invalid header name"),
+    "a header line with no colon": (b"GET /api HTTP/1.1", b"X-Thing\r\n", 400, "malformed header line"),
 }
 
 
