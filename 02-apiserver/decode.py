@@ -29,6 +29,7 @@ from kubectl_compat import type_check
 JSON_TYPES = ("application/json", "application/yaml")
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 _INDEX = re.compile(r"^(.*)\[(\d+)\]$")
+_INT64 = re.compile(r"[+-]?[0-9]{1,19}")
 
 
 def media_type(content_type: str | None) -> str:
@@ -184,10 +185,9 @@ def query_int(args, name: str, default: int | None = None, minimum: int = 0) -> 
     raw = args.get(name)
     if raw in (None, ""):
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise api_errors.bad_request(f"{name} must be an integer, not {raw!r}") from None
+    if not _INT64.fullmatch(raw) or not -2**63 <= int(raw) < 2**63:    # as Go's strconv.ParseInt(raw, 10, 64)
+        raise api_errors.bad_request(f"{name} must be a 64-bit integer, not {raw!r}")
+    value = int(raw)
     if value < minimum:
         raise api_errors.bad_request(f"{name} must be at least {minimum}, not {value}")
     return value

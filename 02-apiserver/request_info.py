@@ -64,7 +64,7 @@ def parse(method: str, path: str, args) -> RequestInfo:
     if not verb:
         raise api_errors.method_not_allowed(f"method {method} is not supported")
     if not name:
-        watching = str(args.get("watch", "")).lower() in ("true", "1")
+        watching = str(args.get("watch", "false")).lower() not in ("false", "0")   # as Go reads a query bool
         verb = {"get": "watch" if watching else "list", "delete": "deletecollection"}.get(verb, verb)
         if verb in ("update", "patch"):
             raise api_errors.method_not_allowed(f"{method} needs an object name: .../{resource.plural}/NAME")

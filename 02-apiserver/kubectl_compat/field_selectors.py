@@ -32,21 +32,65 @@ class FieldSelector:
 
 
 def parse_field_selector(text: str | None, resource) -> FieldSelector:
-    """Parse and check against the fields `resource` supports; 400 otherwise."""
+    """Parse and check against the fields `resource` supports; 400 otherwise.
+
+    As Kubernetes' fields.ParseSelector: terms split at commas, each term at
+    its first operator; in a value, `,` `=` and `\\` must be escaped with a
+    backslash, so `metadata.name==x==y` is a 400, not a search for "x==y"."""
     requirements = []
-    for term in filter(None, (text or "").split(",")):
-        for operator, equal in (("!=", False), ("==", True), ("=", True)):
-            field, found, value = term.partition(operator)
-            if found:
-                break
-        else:
+    for term in filter(None, _split_terms(text or "")):
+        field, operator, value = _split_term(term)
+        if not operator:
             raise api_errors.bad_request(f"invalid field selector: {term!r}: expected field=value or field!=value")
         field = field.strip()
         if field not in ALWAYS and field not in resource.selectable_fields:
             raise api_errors.bad_request(f'field label not supported: {field} (for {resource}: '
                                          f'{", ".join(ALWAYS + resource.selectable_fields)})')
-        requirements.append(FieldRequirement(field, equal, value.strip()))
+        requirements.append(FieldRequirement(field, operator != "!=", _unescape(value).strip()))
     return FieldSelector(requirements)
+
+
+def _split_terms(text: str) -> list[str]:
+    """Split at the commas a backslash does not escape (the backslash stays)."""
+    terms, start, escaped = [], 0, False
+    for at, char in enumerate(text):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == ",":
+            terms.append(text[start:at])
+            start = at + 1
+    return terms + [text[start:]]
+
+
+def _split_term(term: str) -> tuple[str, str, str]:
+    """(field, operator, raw value) at the first operator; ("", "", "") if none."""
+    for at in range(len(term)):
+        for operator in ("!=", "==", "="):
+            if term.startswith(operator, at):
+                return term[:at], operator, term[at + len(operator):]
+    return "", "", ""
+
+
+def _unescape(value: str) -> str:
+    out, escaped = [], False
+    for char in value:
+        if escaped:
+            if char not in "\\,=":
+                raise api_errors.bad_request(f"invalid field selector: invalid escape sequence: \\{char}")
+            out.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in ",=":
+            raise api_errors.bad_request(f"invalid field selector: unescaped character in value: {char!r} "
+                                         f"(write it as \\{char})")
+        else:
+            out.append(char)
+    if escaped:
+        raise api_errors.bad_request("invalid field selector: invalid escape sequence: \\")
+    return "".join(out)
 
 
 # Boolean fields Kubernetes selects on as Go bools: absent is "false", not "".
