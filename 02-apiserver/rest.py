@@ -20,9 +20,9 @@ deletion and finalizers, request_context.py what they all share.
 
 Calls out of the core, to take on trust on a first read: `gauntlet`
 (part 3: who is asking, may they), `subresources` (part 3: /scale,
-/binding, /log), `connect` (part 7: /exec, /attach, /portforward), and
-`kubectl_compat.printers` (a list as the Table that
-`kubectl get` prints, when kubectl asks for one).
+/binding, /log), `connect` (part 7: /exec, /attach, /portforward),
+`list_options` (?resourceVersionMatch and the like, as Kubernetes checks
+them) and `kubectl_compat.printers` (a list as kubectl's Table).
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ import api_errors
 import connect
 import decode
 import gauntlet
+import list_options
 import request_info
 import subresources
 import token_request
@@ -88,9 +89,9 @@ def get_one(info):
 
 def list_objects(info):
     labels, fields = selectors(info)
-    decode.query_resource_version(request.args)      # a list has no use for it yet, but refuses nonsense
     snapshot, after = _continue_token()
-    items, rv = server().store.list(info.resource, info.namespace or None, resource_version=snapshot)
+    # store.list, at the version the query asks for (list_options.py: 400, 410, 422, 504)
+    items, rv = list_options.read_list(server().store, info, request.args, snapshot)
     items = [o for o in items if labels.matches(o["metadata"].get("labels")) and fields.matches(o)]
     items, metadata = _paginate(items, rv, after)
     if _wants_table():

@@ -14,9 +14,9 @@ history is read back from its event log). If that version is older than the
 server's kept history, it gets an ERROR event with a 410 Gone status and
 must list again.
 
-One call out of the core, to take on trust on a first read:
+Calls out of the core, to take on trust on a first read:
 `kubectl_compat.printers` turns each event's object into a Table row when
-`kubectl get -w` asks for tables.
+`kubectl get -w` asks for tables; `list_options` checks the version.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from flask import Response, request
 
 import api_errors
 import decode
+import list_options
 from kubectl_compat import printers
 from watch_cache import Expired, encode_event
 
@@ -76,18 +77,7 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
         timeout = int(server.max_watch_seconds * (1 + random.random()))
     timeout = min(timeout, 2 * server.max_watch_seconds)
     bookmarks = args.get("allowWatchBookmarks") in ("true", "1")
-    start_rv = decode.query_resource_version(args)       # None: no version given
-    if start_rv is not None and start_rv > server.store.resource_version:
-        # Another API server on the same etcd may have written it a moment
-        # ago: give our watch cache 3 s to catch up, as Kubernetes' does.
-        if start_rv > server.store.wait_for_resource_version(start_rv, timeout=3):
-            # A version from the future: waiting for it could miss
-            # everything before it, so refuse, as Kubernetes does.
-            raise api_errors.APIError(504, "Timeout", f"Too large resource version: {start_rv}, "
-                                      f"current: {server.store.resource_version}",
-                                      {"causes": [{"reason": "ResourceVersionTooLarge",
-                                                   "message": "Too large resource version"}],
-                                       "retryAfterSeconds": 1})
+    start_rv = list_options.watch_from(server.store, args)   # None: no version given; 504: one not reached
     resource, namespace = info.resource, info.namespace
     store = server.store
     server.watches.acquire()

@@ -234,6 +234,103 @@ def test_a_forged_continue_token_is_a_400_not_a_500(api, namespace):
     assert answer.status_code in (200, 400), answer.text
 
 
+# A list's query as Kubernetes checks it (issue 35): a value that does not
+# parse is 400; options that contradict each other are 422 Invalid on the
+# kind ListOptions (ValidateListOptions); what storage refuses is 400 again.
+# {continue} is a real token of the list, {rv} its current version.
+LIST_QUERIES = [
+    # name, query, code, reason, words in the message
+    ("a field value with a second ==", "fieldSelector=metadata.name%3D%3Dx%3D%3Dy", 400, "BadRequest",
+     "invalid field selector: unescaped character in value"),
+    ("a field value with a bad escape", "fieldSelector=metadata.name%3Dx%5Cy", 400, "BadRequest",
+     "invalid escape sequence"),
+    ("resourceVersionMatch of garbage", "resourceVersion={rv}&resourceVersionMatch=Sometime", 422, "Invalid",
+     'ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: "Sometime": '
+     'supported values: "Exact", "NotOlderThan", ""'),
+    ("resourceVersionMatch without a resourceVersion", "resourceVersionMatch=NotOlderThan", 422, "Invalid",
+     "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"),
+    ("Exact at resourceVersion 0", "resourceVersion=0&resourceVersionMatch=Exact", 422, "Invalid",
+     'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'),
+    ("resourceVersionMatch with continue", "continue={continue}&resourceVersion={rv}&resourceVersionMatch=Exact",
+     422, "Invalid", "resourceVersionMatch is forbidden when continue is provided"),
+    ("continue with a resourceVersion", "continue={continue}&resourceVersion={rv}", 400, "BadRequest",
+     "specifying resource version is not allowed when using continue"),
+    ("a limit of 2^63", "limit=9223372036854775808", 400, "BadRequest", "limit must be a 64-bit integer"),
+    ("a limit that is not a number", "limit=ten", 400, "BadRequest", "limit must be a 64-bit integer"),
+    ("a limit with spaces", "limit=%201", 400, "BadRequest", "limit must be a 64-bit integer"),
+    ("a negative limit", "limit=-1", 400, "BadRequest", "limit must be at least 0"),
+    ("a watch with resourceVersionMatch", "watch=true&resourceVersion={rv}&resourceVersionMatch=NotOlderThan",
+     422, "Invalid", "resourceVersionMatch is forbidden for watch"),
+    ("a watch timeout of 2^63", "watch=true&timeoutSeconds=9223372036854775808", 400, "BadRequest",
+     "timeoutSeconds must be a 64-bit integer"),
+]
+
+
+@pytest.mark.parametrize("query, code, reason, words", [case[1:] for case in LIST_QUERIES],
+                         ids=[case[0] for case in LIST_QUERIES])
+def test_list_options_are_checked_as_kubernetes_checks_them(api, namespace, query, code, reason, words):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for name in ("a", "b"):
+        api.post(path, {"metadata": {"name": name}})
+    first = api.get(path, params={"limit": 1}).json()["metadata"]
+    answer = api.get(f"{path}?" + query.format(**{"continue": first["continue"], "rv": first["resourceVersion"]}))
+    assert (answer.status_code, answer.json()["reason"]) == (code, reason), answer.text
+    assert words in answer.json()["message"]
+    if code == 422:
+        assert answer.json()["details"]["causes"][0]["field"] == "resourceVersionMatch"
+
+
+@pytest.mark.parametrize("match", ["", "NotOlderThan", "Exact"])
+def test_a_list_at_a_version_not_reached_yet_is_504_too_large(api, namespace, match):
+    """Kubernetes waits a moment for the version (another API server may
+    have written it), then says so; the present is not an answer to it."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    current = int(api.get(path).json()["metadata"]["resourceVersion"])
+    answer = api.get(path, params={"resourceVersion": current + 1000,
+                                   **({"resourceVersionMatch": match} if match else {})})
+    assert answer.status_code == 504, answer.text
+    status = answer.json()
+    assert status["reason"] == "Timeout"
+    assert status["message"].startswith(f"Timeout: Too large resource version: {current + 1000}, current: ")
+    assert status["details"]["causes"] == [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}]
+
+
+def test_an_exact_list_is_that_version_or_410(api, namespace, apiserver_on_each_backend):
+    """etcd keeps old revisions: an Exact list is the objects as they were.
+    The JSON files keep only the present: an older version is 410 Expired,
+    never the present under an old number."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    old = api.post(path, {"metadata": {"name": "a"}}).json()["metadata"]["resourceVersion"]
+    api.post(path, {"metadata": {"name": "b"}})
+    now = api.get(path).json()["metadata"]["resourceVersion"]
+    at_now = api.get(path, params={"resourceVersion": now, "resourceVersionMatch": "Exact"})
+    assert at_now.status_code == 200 and at_now.json()["metadata"]["resourceVersion"] == now, at_now.text
+    assert [o["metadata"]["name"] for o in at_now.json()["items"]] == ["a", "b"]
+    at_old = api.get(path, params={"resourceVersion": old, "resourceVersionMatch": "Exact"})
+    if "etcd3" in apiserver_on_each_backend.extra:
+        assert at_old.status_code == 200, at_old.text
+        assert at_old.json()["metadata"]["resourceVersion"] == old
+        assert [o["metadata"]["name"] for o in at_old.json()["items"]] == ["a"]
+    else:
+        assert (at_old.status_code, at_old.json()["reason"]) == (410, "Expired"), at_old.text
+        assert at_old.json()["message"] == "The resourceVersion for the provided list is too old."
+    # Not older than `old`: the present is that.
+    newer = api.get(path, params={"resourceVersion": old, "resourceVersionMatch": "NotOlderThan"})
+    assert [o["metadata"]["name"] for o in newer.json()["items"]] == ["a", "b"]
+
+
+@pytest.mark.parametrize("value, watches", [("maybe", True), ("", True), ("TRUE", True), ("1", True),
+                                            ("false", False), ("0", False), ("False", False)])
+def test_watch_is_read_as_go_reads_a_query_bool(api, namespace, value, watches):
+    """Kubernetes: only absent, "false" and "0" are false; anything else,
+    "maybe" too, asks for a watch (runtime.Convert_Slice_string_To_bool)."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "a"}})
+    with api.get(path, params={"watch": value, "timeoutSeconds": 1}, stream=True) as answer:
+        first = json.loads(next(answer.iter_lines()))
+    assert ("type" in first) == watches and (first.get("kind") == "ConfigMapList") == (not watches), first
+
+
 def test_finalizers_keep_an_object_until_cleared(api, namespace):
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     api.post(path, {"metadata": {"name": "held", "finalizers": ["example.com/cleanup"]}})
