@@ -27,6 +27,7 @@ import authentication
 import authorizers
 import custom_resources
 from kubectl_compat import discovery
+from kubectl_compat import negotiation
 import gauntlet
 import metrics
 import objects
@@ -130,6 +131,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.register_blueprint(part.bp)
     metrics.install(app)       # first, so it counts what the gauntlet refuses too
     gauntlet.install(app)
+    negotiation.install(app)   # Accept: JSON, YAML, or 406 NotAcceptable
     _register_error_handlers(app)
     return app
 
