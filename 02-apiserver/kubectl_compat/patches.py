@@ -82,24 +82,31 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
                                                  schemas.schema_for(group, version, kind))
     _expect_object(result, "the patched object is no longer a JSON object")
     body_limits.check_depth(result, "the patched object")    # first: the type check walks it too
-    _check_patched_types(result, patch if media_type == STRATEGIC_MERGE_PATCH else result,
-                         group, version, kind)
+    _check_patched_types(result, group, version, kind)
     return result
 # [END apply-patch]
 
 
-def _check_patched_types(result: dict, shown, group: str, version: str, kind: str) -> None:
+def _check_patched_types(result: dict, group: str, version: str, kind: str) -> None:
     """A patch may leave a field wrongly typed (a list where an object
     belongs). Kubernetes finds out when it decodes the patched object into
-    its Go struct and answers 422 Invalid on a field called "patch", with
-    the patched object (JSON and merge patch) or the patch (strategic merge)
-    as the value and the decoder's text as the reason:
+    its Go struct, and answers 422 Invalid on a field it calls "patch",
+    with the whole patched object (or the whole patch) as the bad value
+    and no kind or name: up to 3 MiB echoed back to say one field is wrong.
+    We answer the same 422 as validation words one, naming the object, the
+    field and the value found there, with the Go decoder's text as the reason:
 
-        "" is invalid: patch: Invalid value: "{...}": json: cannot unmarshal array into Go struct field ..."""
+        Pod "web" is invalid: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution:
+        Invalid value: [{"nodeSelectorTerms":[...]}]: json: cannot unmarshal array into Go struct field ..."""
     mismatch = type_check.first_mismatch(group, version, kind, result)
-    if mismatch is not None:
-        error = invalid("patch", json.dumps(shown, separators=(",", ":")), mismatch.decoder_message())
-        raise api_errors.invalid("", "", "", [error])
+    if mismatch is None:
+        return
+    meta = result.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else ""
+    error = api_errors.invalid("", kind, name, [invalid(mismatch.path, mismatch.value, mismatch.decoder_message())])
+    if group:
+        error.details["group"] = group
+    raise error
 
 
 def _check_apply_types(applied: dict, group: str, version: str, kind: str) -> None:

@@ -179,14 +179,22 @@ def test_a_put_with_a_wrong_type_is_400(api, namespace):
     (MERGE_PATCH, {"spec": {"affinity": LIST_AFFINITY}}),
     (STRATEGIC, {"spec": {"affinity": LIST_AFFINITY}}),
 ], ids=["json", "merge", "strategic"])
-def test_a_patch_that_leaves_a_wrong_type_is_422_on_patch(api, namespace, core, content_type, body):
-    api.post(pods(namespace), pod("web"))
+def test_a_patch_that_leaves_a_wrong_type_is_422_naming_the_object_and_field(api, namespace, core, content_type, body):
+    """Kubernetes says `"" is invalid: patch: Invalid value: "{...the whole
+    patched object...}"`; we name the kind, the object and the field, and
+    show only the value found there (issue 35)."""
+    big = pod("web")
+    big["metadata"]["annotations"] = {"big": "x" * 100_000}
+    api.post(pods(namespace), big)
     response = api.patch(pods(namespace) + "/web", body, content_type=content_type)
     assert response.status_code == 422, response.text
     status = response.json()
-    assert status["message"].startswith(' "" is invalid: patch: Invalid value: "{')
+    field = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    assert status["message"].startswith(f'Pod "web" is invalid: {field}: Invalid value: [{{"nodeSelectorTerms"')
     assert status["message"].endswith(AFFINITY_ERROR)
-    assert status["details"]["causes"][0]["field"] == "patch"
+    assert len(status["message"]) < 600, "the object is echoed back"
+    assert status["details"]["causes"][0]["field"] == field
+    assert (status["details"]["kind"], status["details"]["name"]) == ("Pod", "web")
     assert core.read_namespaced_pod("web", namespace).spec.affinity is None
 
 
