@@ -106,6 +106,9 @@ class Kubelet:
             self._wake.clear()
 
     def sync_once(self) -> None:
+        # Asked first: a source whose first list lands later in this sync must
+        # not count as ready for pods read before it (they would look unwanted).
+        sources_ready = self._sources_ready()
         desired = {}
         for source in self.sources:
             desired.update(source.pods())
@@ -120,7 +123,7 @@ class Kubelet:
                 self.sync_pod(pod, actual.get(uid, []))
             else:   # its worker is busy: no new decision, but fresh status
                 self._update_status(pod, actual.get(uid, []))
-        self._remove_unwanted(desired, actual, listed_at)
+        self._remove_unwanted(desired, actual, listed_at, sources_ready=sources_ready)
         self._forget_gone_pods(desired, actual)
         self.probes.sync(self._running_app_containers(desired, actual))
         self._report_to_sources(desired, actual)
@@ -143,17 +146,18 @@ class Kubelet:
         self._update_status(pod, containers)
     # [END sync-pod]
 
-    def _remove_unwanted(self, desired: dict, actual: dict, listed_at: float) -> None:
+    def _remove_unwanted(self, desired: dict, actual: dict, listed_at: float, *, sources_ready: bool) -> None:
         """Stop and remove the pods no source wants any more: gracefully,
         with their preStop hooks, within the grace period their deletion
-        asked for (kubectl delete --grace-period) or else their spec's."""
+        asked for (kubectl delete --grace-period) or else their spec's.
+        Only once every source had listed when `desired` was read."""
         self.last_known.update(desired)
         terminating = {}
         for source in self.sources:
             terminating.update(source.terminating() if hasattr(source, "terminating") else {})
         self.last_known.update(terminating)
         for uid in set(actual) - set(desired):
-            if self._sources_ready() and self._may_sync(uid, listed_at):
+            if sources_ready and self._may_sync(uid, listed_at):
                 first = actual[uid][0]
                 key = f"{first.pod_namespace}/{first.pod_name}"
                 pod = self.last_known.get(uid)
