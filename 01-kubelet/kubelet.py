@@ -499,7 +499,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "there (Secrets go to /dev/shm, a tmpfs, instead), and seccompProfile Localhost "
                              "profiles are read from its seccomp/ folder")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    kubeconfig.add_flags(parser, default_server=None)
+    kubeconfig.add_flags(parser)
     args = parser.parse_args(argv)
     from node_status import ReservationError, allocatable, machine_capacity, parse_reservation
     try:
