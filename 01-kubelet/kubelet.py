@@ -33,7 +33,7 @@ from common import addresses, kubeconfig  # noqa: E402
 from common.backoff import Backoff  # noqa: E402
 from common.events import EventRecorder  # noqa: E402
 from common.log import EventLogger, get_logger  # noqa: E402
-from common.times import rfc3339  # noqa: E402
+from common.times import duration, rfc3339  # noqa: E402
 from common.token_file import TokenFileError, read_token_file  # noqa: E402
 from docker_runtime import ContainerInfo, DockerRuntime  # noqa: E402
 from kubelet_metrics import KubeletMetrics  # noqa: E402
@@ -444,15 +444,6 @@ def default_node_ip(apiserver: str | None = None) -> str:
     return addresses.this_machines_address()
 
 
-def seconds(text: str) -> float:
-    """'10s', '1.5s', '5m', '300ms' or a bare number of seconds."""
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    for unit in ("ms", "s", "m", "h"):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * units[unit]
-    return float(text)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="kubelet.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--node-name", default=socket.gethostname(), help="this node's name (default: hostname)")
@@ -469,10 +460,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="a file holding the API server's token (make certs: .certs/kubelet-client.token): "
                              "then only the API server, presenting it, and this machine (loopback) may read "
                              "/pods, /metrics, /stats/summary and /containerLogs; without it, anyone who reaches the port may")
-    parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
-    parser.add_argument("--backoff-initial", type=seconds, default=10.0,
+    parser.add_argument("--sync-frequency", type=duration, default=1.0, help="how often to sync (default 1s)")
+    parser.add_argument("--backoff-initial", type=duration, default=10.0,
                         help="first crash/pull back-off delay (Kubernetes: 10s)")
-    parser.add_argument("--backoff-max", type=seconds, default=300.0, help="back-off ceiling (Kubernetes: 5m)")
+    parser.add_argument("--backoff-max", type=duration, default=300.0, help="back-off ceiling (Kubernetes: 5m)")
     parser.add_argument("--parallel-pod-workers", type=int, default=4, help="pods synced at once")
     parser.add_argument("--cleanup", action="store_true",
                         help="remove every container and volume this node made, then exit")
@@ -486,7 +477,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cluster-dns", default="",
                         help="cluster DNS servers for pods' resolv.conf, comma separated (chapter 05)")
     parser.add_argument("--cluster-domain", default="cluster.local", help="the cluster's DNS domain")
-    parser.add_argument("--node-status-update-frequency", type=seconds, default=10.0,
+    parser.add_argument("--node-status-update-frequency", type=duration, default=10.0,
                         help="with an API server: how often the node's Ready heartbeat is renewed (default 10s)")
     parser.add_argument("--system-reserved", default="",
                         help="with an API server: what the operating system keeps, e.g. cpu=250m,memory=256Mi; "
