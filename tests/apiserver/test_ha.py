@@ -97,6 +97,11 @@ def test_api_servers_started_at_the_same_instant_on_one_etcd_all_come_up(etcd, t
                 server.wait_ready()
                 answer = Client(server.url).get("/api/v1/namespaces/kube-public")
                 assert answer.status_code == 200, answer.text
+            api = Client(servers[0].url)
+            for made_at_start in ("/api/v1/namespaces/default/services/kubernetes",
+                                  "/api/v1/namespaces/default/endpoints/kubernetes",
+                                  "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin"):
+                assert api.get(made_at_start).status_code == 200, made_at_start
         finally:
             for server in servers:
                 server.stop()
