@@ -41,10 +41,10 @@ import copy
 import api_errors
 import objects
 from common.log import get_logger
+from post_start import create_if_missing
 from rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP, PolicyRule
 from rbac_aggregation import aggregate
 from rbac_escalation import missing_rules
-from post_start import create_if_missing
 
 log = get_logger("apiserver")
 
