@@ -33,7 +33,7 @@ from common import addresses, kubeconfig  # noqa: E402
 from common.backoff import Backoff  # noqa: E402
 from common.events import EventRecorder  # noqa: E402
 from common.log import EventLogger, get_logger  # noqa: E402
-from common.times import rfc3339  # noqa: E402
+from common.times import duration, rfc3339  # noqa: E402
 from common.token_file import TokenFileError, read_token_file  # noqa: E402
 from docker_runtime import ContainerInfo, DockerRuntime  # noqa: E402
 from kubelet_metrics import KubeletMetrics  # noqa: E402
@@ -106,6 +106,9 @@ class Kubelet:
             self._wake.clear()
 
     def sync_once(self) -> None:
+        # Asked first: a source whose first list lands later in this sync must
+        # not count as ready for pods read before it (they would look unwanted).
+        sources_ready = self._sources_ready()
         desired = {}
         for source in self.sources:
             desired.update(source.pods())
@@ -120,7 +123,7 @@ class Kubelet:
                 self.sync_pod(pod, actual.get(uid, []))
             else:   # its worker is busy: no new decision, but fresh status
                 self._update_status(pod, actual.get(uid, []))
-        self._remove_unwanted(desired, actual, listed_at)
+        self._remove_unwanted(desired, actual, listed_at, sources_ready=sources_ready)
         self._forget_gone_pods(desired, actual)
         self.probes.sync(self._running_app_containers(desired, actual))
         self._report_to_sources(desired, actual)
@@ -143,17 +146,18 @@ class Kubelet:
         self._update_status(pod, containers)
     # [END sync-pod]
 
-    def _remove_unwanted(self, desired: dict, actual: dict, listed_at: float) -> None:
+    def _remove_unwanted(self, desired: dict, actual: dict, listed_at: float, *, sources_ready: bool) -> None:
         """Stop and remove the pods no source wants any more: gracefully,
         with their preStop hooks, within the grace period their deletion
-        asked for (kubectl delete --grace-period) or else their spec's."""
+        asked for (kubectl delete --grace-period) or else their spec's.
+        Only once every source had listed when `desired` was read."""
         self.last_known.update(desired)
         terminating = {}
         for source in self.sources:
             terminating.update(source.terminating() if hasattr(source, "terminating") else {})
         self.last_known.update(terminating)
         for uid in set(actual) - set(desired):
-            if self._sources_ready() and self._may_sync(uid, listed_at):
+            if sources_ready and self._may_sync(uid, listed_at):
                 first = actual[uid][0]
                 key = f"{first.pod_namespace}/{first.pod_name}"
                 pod = self.last_known.get(uid)
@@ -440,15 +444,6 @@ def default_node_ip(apiserver: str | None = None) -> str:
     return addresses.this_machines_address()
 
 
-def seconds(text: str) -> float:
-    """'10s', '1.5s', '5m', '300ms' or a bare number of seconds."""
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    for unit in ("ms", "s", "m", "h"):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * units[unit]
-    return float(text)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="kubelet.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--node-name", default=socket.gethostname(), help="this node's name (default: hostname)")
@@ -465,10 +460,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="a file holding the API server's token (make certs: .certs/kubelet-client.token): "
                              "then only the API server, presenting it, and this machine (loopback) may read "
                              "/pods, /metrics, /stats/summary and /containerLogs; without it, anyone who reaches the port may")
-    parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
-    parser.add_argument("--backoff-initial", type=seconds, default=10.0,
+    parser.add_argument("--sync-frequency", type=duration, default=1.0, help="how often to sync (default 1s)")
+    parser.add_argument("--backoff-initial", type=duration, default=10.0,
                         help="first crash/pull back-off delay (Kubernetes: 10s)")
-    parser.add_argument("--backoff-max", type=seconds, default=300.0, help="back-off ceiling (Kubernetes: 5m)")
+    parser.add_argument("--backoff-max", type=duration, default=300.0, help="back-off ceiling (Kubernetes: 5m)")
     parser.add_argument("--parallel-pod-workers", type=int, default=4, help="pods synced at once")
     parser.add_argument("--cleanup", action="store_true",
                         help="remove every container and volume this node made, then exit")
@@ -482,7 +477,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cluster-dns", default="",
                         help="cluster DNS servers for pods' resolv.conf, comma separated (chapter 05)")
     parser.add_argument("--cluster-domain", default="cluster.local", help="the cluster's DNS domain")
-    parser.add_argument("--node-status-update-frequency", type=seconds, default=10.0,
+    parser.add_argument("--node-status-update-frequency", type=duration, default=10.0,
                         help="with an API server: how often the node's Ready heartbeat is renewed (default 10s)")
     parser.add_argument("--system-reserved", default="",
                         help="with an API server: what the operating system keeps, e.g. cpu=250m,memory=256Mi; "
@@ -495,7 +490,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "there (Secrets go to /dev/shm, a tmpfs, instead), and seccompProfile Localhost "
                              "profiles are read from its seccomp/ folder")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    kubeconfig.add_flags(parser, default_server=None)
+    kubeconfig.add_flags(parser)
     args = parser.parse_args(argv)
     from node_status import ReservationError, allocatable, machine_capacity, parse_reservation
     try:

@@ -39,6 +39,7 @@ from http_server import APIHTTPServer, Limits, tls_context  # noqa: E402
 from tokens import TokenFileError as TokenAuthFileError  # noqa: E402  (--token-auth-file)
 from common.addresses import this_machines_address  # noqa: E402
 from common.log import get_logger  # noqa: E402
+from common.times import duration  # noqa: E402
 from common.token_file import TokenFileError, read_token_file  # noqa: E402  (--kubelet-client-token-file)
 
 log = get_logger("apiserver")
@@ -83,10 +84,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="largest request body accepted (more: 413)")
     parser.add_argument("--max-connections", type=int, default=Limits.max_connections,
                         help="open connections allowed at once per port, watches not counted (more: 429)")
-    parser.add_argument("--request-timeout", type=float, default=Limits.request_timeout,
-                        help="seconds a client may take to send a request (TLS handshake, head, body) "
-                             "or to read a reply that is not a stream; slower: dropped")
-    parser.add_argument("--watch-bookmark-seconds", type=float, default=DEFAULTS["BOOKMARK_SECONDS"],
+    parser.add_argument("--request-timeout", type=duration, default=Limits.request_timeout, metavar="DURATION",
+                        help="how long a client may take to send a request (TLS handshake, head, body) "
+                             "or to read a reply that is not a stream; slower: dropped (default 60s)")
+    parser.add_argument("--watch-bookmark-seconds", type=duration, default=DEFAULTS["BOOKMARK_SECONDS"],
+                        metavar="DURATION",
                         help="how often an idle watch that allows bookmarks gets one")
     secure = parser.add_argument_group("the secure port (HTTPS, tokens, a policy): see `make certs`")
     secure.add_argument("--secure-port", type=int, default=6443, help="HTTPS port (default 6443)")

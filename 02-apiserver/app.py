@@ -8,9 +8,10 @@ It wires every part, so it names modules outside the core: the gauntlet
 (abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens, sa_tokens,
 service_accounts, authentication, access_review, admission: part 3),
 custom_resources, service_ips and kubernetes_service (chapters 04 and 05
-use them), metrics, resource_metrics (`kubectl top`),
-and kubectl_compat (discovery and OpenAPI, so kubectl can start). On a
-first read follow create_app's order and take those on trust.
+use them), post_start (the defaults every server writes as it starts),
+metrics, resource_metrics (`kubectl top`), and kubectl_compat (discovery
+and OpenAPI, so kubectl can start). On a first read follow create_app's
+order and take those on trust.
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ from kubectl_compat import discovery
 from kubectl_compat import negotiation
 import gauntlet
 import metrics
-import objects
 import oidc_discovery
+import post_start
 from kubectl_compat import openapi
 from kubectl_compat import openapi_v2
 import deletion
@@ -43,7 +44,6 @@ from request_context import respond
 import sa_tokens
 import service_accounts
 import tokens
-from common.defaults import apply_defaults
 from common.log import get_logger
 from etcd_store import EtcdStore
 from file_store import FileStore
@@ -121,7 +121,7 @@ def create_app(config: dict | None = None) -> Flask:
     rbac_aggregation.keep_aggregated(store)
     app.extensions["apiserver"] = server
     deletion.resume_namespace_deletions(server)
-    _ensure_system_namespaces(store)
+    post_start.ensure_system_namespaces(store)   # default, kube-system, kube-public, kube-node-lease
     service_accounts.ensure_all_namespaces(server)      # with NoControllerManager: `default`, the CA
     kubernetes_service.ensure(store, server.services, app.config["ADVERTISE_ADDRESS"], app.config["SECURE_PORT"])
     custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
@@ -145,17 +145,6 @@ def open_store(config) -> Store:
     if not config["DATA_DIR"]:
         raise ValueError("DATA_DIR is required: the directory that holds the objects")
     return FileStore(config["DATA_DIR"], config["WATCH_CACHE_SIZE"])
-
-
-def _ensure_system_namespaces(store: Store) -> None:
-    """default, kube-system, kube-public, kube-node-lease exist from the start."""
-    namespaces = admission.NAMESPACES
-    for name in admission.SYSTEM_NAMESPACES:
-        if store.get(namespaces, "", name) is None:
-            obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
-                   "spec": {"finalizers": [admission.NAMESPACE_FINALIZER]}}
-            objects.prepare_for_create(obj, namespaces)
-            store.create(namespaces, apply_defaults("", "Namespace", obj))   # the metadata.name label
 
 
 def _register_error_handlers(app: Flask) -> None:

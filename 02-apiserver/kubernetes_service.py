@@ -13,6 +13,7 @@ import objects
 import registry
 from common.defaults import apply_defaults
 from common.log import get_logger
+from post_start import create_if_missing
 
 log = get_logger("apiserver")
 SERVICES = registry.for_kind("", "Service")
@@ -22,30 +23,40 @@ LABELS = {"component": "apiserver", "provider": "kubernetes"}
 
 def ensure(store, allocator, advertise_address: str | None, secure_port: int | None) -> None:
     port = secure_port or 6443
-    if store.get(SERVICES, "default", "kubernetes") is None:
-        service = {"apiVersion": "v1", "kind": "Service",
-                   "metadata": {"name": "kubernetes", "namespace": "default", "labels": dict(LABELS)},
-                   "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": allocator.api_server_ip,
-                            "clusterIPs": [allocator.api_server_ip], "ipFamilies": ["IPv4"],
-                            "ipFamilyPolicy": "SingleStack",
-                            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}}
-        _create(store, SERVICES, "Service", service)
-        log.info("service created", obj="default/kubernetes", clusterIP=allocator.api_server_ip)
+    _ensure_service(store, allocator.api_server_ip, port)
     if advertise_address and secure_port:
+        _ensure_endpoints(store, advertise_address, port)
+
+
+def _ensure_service(store, cluster_ip: str, port: int) -> None:
+    if store.get(SERVICES, "default", "kubernetes") is not None:
+        return
+    service = {"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "kubernetes", "namespace": "default", "labels": dict(LABELS)},
+               "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": cluster_ip,
+                        "clusterIPs": [cluster_ip], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
+                        "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}}
+    if _create(store, SERVICES, "Service", service) is None:
+        log.info("service created", obj="default/kubernetes", clusterIP=cluster_ip)
+
+
+def _ensure_endpoints(store, address: str, port: int) -> None:
+    """This server's address, created or written over what is there."""
+    subsets = [{"addresses": [{"ip": address}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]
+    current = store.get(ENDPOINTS, "default", "kubernetes")
+    if current is None:
         endpoints = {"apiVersion": "v1", "kind": "Endpoints",
                      "metadata": {"name": "kubernetes", "namespace": "default", "labels": dict(LABELS)},
-                     "subsets": [{"addresses": [{"ip": advertise_address}],
-                                  "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
-        current = store.get(ENDPOINTS, "default", "kubernetes")
-        if current is None:
-            _create(store, ENDPOINTS, "Endpoints", endpoints)
-        elif current.get("subsets") != endpoints["subsets"]:
-            store.update(ENDPOINTS, "default", "kubernetes",
-                         lambda old: {**old, "subsets": endpoints["subsets"]})
+                     "subsets": subsets}
+        current = _create(store, ENDPOINTS, "Endpoints", endpoints)   # another server's, if it was first
+    if current is not None and current.get("subsets") != subsets:
+        # The store re-reads and runs this again if another server writes in between.
+        store.update(ENDPOINTS, "default", "kubernetes", lambda old: {**old, "subsets": subsets})
 
 
-def _create(store, resource, kind: str, obj: dict) -> None:
+def _create(store, resource, kind: str, obj: dict) -> dict | None:
+    """None once created; what another API server made first, if it did."""
     objects.prepare_for_create(obj, resource)
     obj = apply_defaults("", kind, obj)
     objects.finish_create(obj, resource)
-    store.create(resource, obj)
+    return create_if_missing(store, resource, obj)

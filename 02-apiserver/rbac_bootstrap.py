@@ -38,8 +38,10 @@ from __future__ import annotations
 
 import copy
 
+import api_errors
 import objects
 from common.log import get_logger
+from post_start import create_if_missing
 from rbac import CLUSTER_ROLE_BINDINGS, CLUSTER_ROLES, GROUP, PolicyRule
 from rbac_aggregation import aggregate
 from rbac_escalation import missing_rules
@@ -226,8 +228,10 @@ def reconcile(store, resource, wanted: dict, merge) -> str:
     if existing is None:
         obj = copy.deepcopy(wanted)
         objects.prepare_for_create(obj, resource)
-        store.create(resource, obj)
-        return "created"
+        existing = create_if_missing(store, resource, obj)
+        if existing is None:
+            return "created"
+        # Another API server, starting too, made it first: reconciled like any other.
     if (existing["metadata"].get("annotations") or {}).get(AUTOUPDATE) == "false":
         log.info("default left as it is (autoupdate: false)", obj=f"{resource.plural}/{name}")
         return "protected"
@@ -244,7 +248,12 @@ def _remove_our_nodes_binding(store) -> None:
     exists to prevent: gone when it runs, unless someone made it their own."""
     found = store.get(CLUSTER_ROLE_BINDINGS, "", NODES_BINDING)
     if found is not None and (found["metadata"].get("annotations") or {}).get(AUTOUPDATE) != "false":
-        store.delete(CLUSTER_ROLE_BINDINGS, "", NODES_BINDING)
+        try:
+            store.delete(CLUSTER_ROLE_BINDINGS, "", NODES_BINDING)
+        except api_errors.APIError as error:
+            if error.reason != "NotFound":
+                raise
+            return                # another API server, starting too, removed it first
         log.info("default removed: the Node authorizer stands for it", obj=f"clusterrolebindings/{NODES_BINDING}")
 
 

@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         connection = kubeconfig.from_args(args)
     except kubeconfig.KubeconfigError as error:
-        log.error("cannot use the kubeconfig", error=str(error))
+        log.error("cannot find the API server", error=str(error))
         return 2
     try:
         election = leader_election.config_from_args(args) if args.leader_elect else None

@@ -26,6 +26,7 @@ from common import kubeconfig, leader_election  # noqa: E402
 from common.client import APIClient  # noqa: E402
 from common.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
+from common.times import duration  # noqa: E402
 from controller import Informers  # noqa: E402
 from cronjob import CronJobController  # noqa: E402
 from daemonset import DaemonSetController  # noqa: E402
@@ -80,10 +81,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--controllers", default="*",
                         help=f"which controllers run: '*' for all, '-name' to leave one out ({', '.join(CONTROLLERS)})")
     parser.add_argument("--workers", type=int, default=2, help="reconcile threads per controller (default 2)")
-    parser.add_argument("--node-monitor-period", type=float, default=5.0,
-                        help="seconds between looks at every node's heartbeat (default 5)")
-    parser.add_argument("--node-monitor-grace-period", type=float, default=40.0,
-                        help="seconds without a heartbeat before a node is Ready=Unknown (default 40)")
+    parser.add_argument("--node-monitor-period", type=duration, default=5.0, metavar="DURATION",
+                        help="how often every node's heartbeat is looked at (default 5s)")
+    parser.add_argument("--node-monitor-grace-period", type=duration, default=40.0, metavar="DURATION",
+                        help="how long without a heartbeat before a node is Ready=Unknown (default 40s)")
     parser.add_argument("--default-toleration-seconds", type=int, default=300,
                         help="how long a pod that says nothing stays on a not-ready or unreachable node (default 300)")
     parser.add_argument("--cluster-cidr", default="10.244.0.0/16", help="the pod network, cut into node ranges")

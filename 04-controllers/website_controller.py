@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE.parent))   # for `common`, when run as a script
 sys.path.insert(0, str(HERE))
 
 from common import kubeconfig  # noqa: E402
-from common.client import APIClient, NotFound  # noqa: E402
+from common.client import NotFound, client_from_args  # noqa: E402
 from common.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from controller import Controller, Informers, split_key  # noqa: E402
@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="reconcile threads (default 2)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     log = get_logger("website-controller")
-    client = APIClient(kubeconfig.from_args(args), user_agent="website-controller")
+    client = client_from_args(args, "website-controller", log)
+    if client is None:
+        return 2                  # no API server: said why
     informers = Informers(client)
     controller = WebsiteController(client, informers, EventRecorder(client, "website-controller", log=log).start(),
                                    log, workers=args.workers)

@@ -36,6 +36,7 @@ from common.client import APIClient, client_from_args
 from common.informer import Informer
 from common.log import get_logger
 from common.processes import stop_on_signals
+from common.times import duration
 
 PROTO = "213"      # marks our routes; any number iproute2 does not name will do
 
@@ -177,7 +178,8 @@ class RouteAgent:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="route_agent.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--node-name", default=socket.gethostname(), help="this node's name (default: hostname)")
-    parser.add_argument("--resync", type=float, default=30.0, help="seconds between full passes (default 30)")
+    parser.add_argument("--resync", type=duration, default=30.0, metavar="DURATION",
+                        help="how often a full pass runs (default 30s)")
     parser.add_argument("--cleanup", action="store_true", help="remove every route this agent made, then exit")
     parser.add_argument("--cluster-cidr", default="10.244.0.0/16",
                         help="the pod network: only ranges inside it are routed (default %(default)s)")

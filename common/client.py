@@ -440,5 +440,5 @@ def client_from_args(args, user_agent: str, log) -> APIClient | None:
     try:
         return APIClient(from_args(args), user_agent=user_agent)
     except KubeconfigError as error:
-        log.error("cannot use the kubeconfig", error=str(error))
+        log.error("cannot find the API server", error=str(error))
         return None

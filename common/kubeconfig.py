@@ -12,6 +12,11 @@ and, with none of them, inside a pod: the ServiceAccount token, CA and
 namespace the kubelet projected at /var/run/secrets/kubernetes.io/serviceaccount,
 and the `kubernetes` Service's address from KUBERNETES_SERVICE_HOST/PORT (what
 client-go's InClusterConfig and the Python client's load_incluster_config read).
+With none of them outside a pod, there is no API server to guess: the
+component exits with client-go's own message (NOT_IN_CLUSTER), as
+kube-scheduler does. (A default of http://127.0.0.1:8080 once stood there:
+a controller whose pod lacked its token then retried a server that was
+never there, forever, and said nothing.)
 
 `add_flags(parser)` adds them and `from_args(args)` turns them into a
 Connection, which knows how to make a `requests.Session` that sends the
@@ -110,28 +115,41 @@ class TokenFileAuth:
         return request
 
 
-def add_flags(parser: argparse.ArgumentParser, default_server: str | None = "http://127.0.0.1:8080") -> None:
-    """default_server None: no API server unless --apiserver or --kubeconfig
-    says so (the kubelet, which also runs alone from a manifest directory)."""
+# client-go's rest.ErrNotInCluster, word for word.
+NOT_IN_CLUSTER = ("unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and "
+                  "KUBERNETES_SERVICE_PORT must be defined")
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connecting to the API server")
     group.add_argument("--kubeconfig", help="a kubeconfig file (server, CA and token); overrides the defaults below")
     group.add_argument("--apiserver", "--master", dest="apiserver",
-                       help=f"the API server's URL (default {default_server or 'none'}, or the kubeconfig's)")
+                       help="the API server's URL, e.g. http://127.0.0.1:8080 (default: the kubeconfig's; "
+                            "with neither, inside a pod, the kubernetes Service)")
     group.add_argument("--token", help="a bearer token for the secure port")
     group.add_argument("--certificate-authority", help="a CA file to trust for the secure port")
-    parser.set_defaults(default_apiserver=default_server)
 
 
 def from_args(args: argparse.Namespace) -> Connection:
-    """The flags, else a kubeconfig, else the pod we run in, else the default server."""
+    """The flags, else a kubeconfig, else the pod we run in; else KubeconfigError."""
     if args.kubeconfig:
         base = load(args.kubeconfig)
     else:
-        base = (None if args.apiserver else in_cluster()) or Connection(args.default_apiserver)
+        base = Connection(args.apiserver) if args.apiserver else _in_cluster_or_error()
     return Connection(server=args.apiserver or base.server, token=args.token or base.token,
                       ca_file=args.certificate_authority or base.ca_file,
                       insecure_skip_tls_verify=base.insecure_skip_tls_verify, namespace=base.namespace,
                       token_file=None if args.token else base.token_file)
+
+
+def _in_cluster_or_error() -> Connection:
+    """The pod we run in, or why not, as client-go's InClusterConfig says it."""
+    connection = in_cluster()
+    if connection is not None:
+        return connection
+    if not (os.environ.get("KUBERNETES_SERVICE_HOST") and os.environ.get("KUBERNETES_SERVICE_PORT")):
+        raise KubeconfigError(NOT_IN_CLUSTER)
+    raise KubeconfigError(f"open {SERVICE_ACCOUNT / 'token'}: no such file or directory")   # in a pod, no token
 
 
 def load(path: str | os.PathLike) -> Connection:

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import re
 import socket
 import threading
 import time
@@ -55,7 +54,7 @@ from typing import Callable
 from common.client import APIClient, APIConnectionError, APIStatusError, AlreadyExists, Conflict, NotFound
 from common.kubeconfig import Connection
 from common.log import get_logger
-from common.times import micro_time
+from common.times import duration, micro_time
 
 COORDINATION = "coordination.k8s.io/v1"
 # client-go's JitterFactor: a candidate waits between 1 and 2.2 retry periods,
@@ -298,24 +297,6 @@ def lease_client(connection: Connection, config: LeaderElectionConfig, user_agen
     leader past its renew deadline; and nothing is retried behind the
     elector's back: it tries again itself, every retry period."""
     return APIClient(connection, timeout=max(config.retry_period, 1.0), read_retries=0, user_agent=user_agent)
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
-def duration(text: str) -> float:
-    """A Go duration as Kubernetes' flags take it ("15s", "500ms", "1m30s"),
-    or a plain number of seconds; in seconds."""
-    text = text.strip()
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = _DURATION.findall(text)
-    if not parts or "".join(number + unit for number, unit in parts) != text:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: write it as 15s, 500ms or 1m30s")
-    return sum(float(number) * _UNIT_SECONDS[unit] for number, unit in parts)
 
 
 def _true_or_false(text: str) -> bool:

@@ -41,6 +41,7 @@ from werkzeug.serving import make_server
 from common.defaults import apply_pod_defaults
 from common.log import get_logger
 from common.manifests import ManifestError, load_manifests
+from common.times import duration
 from common.validation import validate_pod
 
 # Every container carries these labels: they are the kubelet's only memory
@@ -319,11 +320,6 @@ def serve(kubelet: Kubelet, address: str, port: int) -> None:
     log.info(f"{address}:{port}: read-only port listening")
 
 
-def seconds(text: str) -> float:
-    """'10s', '500ms' or a bare number of seconds."""
-    return float(text[:-2]) / 1000 if text.endswith("ms") else float(text.rstrip("s"))
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description="Your kubelet (chapter 01, build it yourself).")
     parser.add_argument("--node-name", required=True, help="this node's name, on every container's labels")
@@ -333,9 +329,9 @@ def main() -> int:
                         help="the pause image holding each pod's network namespace")
     parser.add_argument("--address", default="0.0.0.0", help="address of the read-only port")
     parser.add_argument("--read-only-port", type=int, default=10255)
-    parser.add_argument("--sync-frequency", type=seconds, default=1.0, help="how often to sync (default 1s)")
-    parser.add_argument("--backoff-initial", type=seconds, default=10.0, help="first crash back-off (10s)")
-    parser.add_argument("--backoff-max", type=seconds, default=300.0, help="back-off ceiling (5m)")
+    parser.add_argument("--sync-frequency", type=duration, default=1.0, help="how often to sync (default 1s)")
+    parser.add_argument("--backoff-initial", type=duration, default=10.0, help="first crash back-off (10s)")
+    parser.add_argument("--backoff-max", type=duration, default=300.0, help="back-off ceiling (5m)")
     args = parser.parse_args()
     kubelet = Kubelet(args)
     serve(kubelet, args.address, args.read_only_port)

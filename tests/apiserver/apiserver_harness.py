@@ -38,8 +38,12 @@ class APIServer:
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log.close()
         if wait:
-            wait_for(self._ready, timeout=30, what=f"the API server on {self.url} (log: {self.log_path})")
+            self.wait_ready()
         return self
+
+    def wait_ready(self) -> None:
+        """Until /readyz answers 200; an exit on the way fails with the server's log."""
+        wait_for(self._ready, timeout=30, what=f"the API server on {self.url} (log: {self.log_path})")
 
     def _ready(self) -> bool:
         if self.process.poll() is not None:

@@ -279,7 +279,7 @@ def test_the_shared_client_flags_reach_the_secure_port(secure, certs, tmp_path):
     assert _tokens(certs)["system:node:node1"] not in repr(connection)
     session = connection.session()
     assert session.get(secure.secure_url + "/api/v1/pods", verify=session.verify).status_code == 200
-    plain = kubeconfig.from_args(parser.parse_args([]))
+    plain = kubeconfig.from_args(parser.parse_args(["--apiserver", "http://127.0.0.1:8080"]))
     assert plain.server == "http://127.0.0.1:8080" and plain.token is None
     flags = kubeconfig.from_args(parser.parse_args(["--apiserver", secure.secure_url, "--token",
                                                     _tokens(certs)["viewer"], "--certificate-authority",

@@ -10,7 +10,7 @@ import time
 import pytest
 import requests
 
-from apiserver_harness import APIServer, Backend, Client, unique, watch_lines
+from apiserver_harness import APIServer, Backend, Client, make_certs, unique, watch_lines
 from etcd_cluster import EtcdCluster
 from ha_control_plane import HAProxy
 from polling import free_port, wait_for
@@ -77,6 +77,43 @@ def test_a_continue_token_from_before_a_compaction_is_410(two_apiservers, etcd):
     requests.post(f"{etcd.members[0].client_url}/v3/kv/compaction", json={"revision": "2"}, timeout=5)
     answer = api.get(CONFIGMAPS, params={"continue": gone})
     assert answer.status_code == 410 and answer.json()["reason"] == "Expired", answer.text
+
+
+def test_api_servers_started_at_the_same_instant_on_one_etcd_all_come_up(etcd, tmp_path):
+    """Every server writes the cluster's defaults at start-up (the system
+    namespaces, the kubernetes Service and its Endpoints, RBAC's roles and
+    bindings). Started together they race to write them: the loser of each
+    race finds the object there and carries on, as kube-apiserver's
+    post-start hooks do (issue 35: one exited on `already exists`)."""
+    certs = make_certs(tmp_path / "certs")
+    for round in range(10):
+        flags = Backend("etcd3", etcd).flags()        # a prefix of its own: an empty cluster each round
+        servers = [APIServer(tmp_path / f"round{round}-data{i}", *flags, *_rbac_secure_port(certs, i))
+                   for i in range(3)]
+        try:
+            for server in servers:
+                server.start(wait=False)
+            for server in servers:
+                server.wait_ready()
+                answer = Client(server.url).get("/api/v1/namespaces/kube-public")
+                assert answer.status_code == 200, answer.text
+            api = Client(servers[0].url)
+            for made_at_start in ("/api/v1/namespaces/default/services/kubernetes",
+                                  "/api/v1/namespaces/default/endpoints/kubernetes",
+                                  "/apis/rbac.authorization.k8s.io/v1/clusterroles/admin"):
+                assert api.get(made_at_start).status_code == 200, made_at_start
+        finally:
+            for server in servers:
+                server.stop()
+
+
+def _rbac_secure_port(certs, i: int) -> list[str]:
+    """A secure port (so each server writes the kubernetes Endpoints, with an
+    address of its own) and RBAC (so each writes the default roles)."""
+    return ["--secure-port", str(free_port()), "--bind-address", "127.0.0.1",
+            "--advertise-address", f"127.0.0.{i + 1}", "--authorization-mode", "RBAC",
+            "--tls-cert-file", str(certs / "apiserver.crt"), "--tls-private-key-file", str(certs / "apiserver.key"),
+            "--token-auth-file", str(certs / "tokens.csv")]
 
 
 def test_haproxy_carries_a_client_past_a_dead_api_server(two_apiservers, haproxy_binary, tmp_path):

@@ -1,14 +1,22 @@
 """common.kubeconfig inside a pod: where the server is from the environment,
 who we are from the projected token, and a renewed token used once the
-kubelet writes it. Real files in a temporary folder, a real requests.Request."""
+kubelet writes it. Real files in a temporary folder, a real requests.Request.
+Outside a pod, with no flags, every client component says so and exits."""
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 import requests
 
 from common import kubeconfig
-from common.kubeconfig import Connection, TokenFileAuth, in_cluster
+from common.kubeconfig import NOT_IN_CLUSTER, Connection, KubeconfigError, TokenFileAuth, in_cluster
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ENV = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
 
@@ -61,7 +69,7 @@ def test_a_renewed_token_is_sent_after_the_reread_period(tmp_path, monkeypatch):
     assert session.prepare_request(request).headers["Authorization"] == "Bearer second"
 
 
-def test_flags_win_over_the_pod_and_the_pod_over_the_default(tmp_path, monkeypatch):
+def test_flags_win_over_the_pod(tmp_path, monkeypatch):
     monkeypatch.setattr(kubeconfig, "SERVICE_ACCOUNT", projected(tmp_path))
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
@@ -74,3 +82,33 @@ def test_flags_win_over_the_pod_and_the_pod_over_the_default(tmp_path, monkeypat
     with_token = kubeconfig.from_args(parser.parse_args(["--token", "mine"]))
     assert with_token.token == "mine" and with_token.token_file is None
     assert sent_token(with_token) == "Bearer mine"
+
+
+def test_no_flags_outside_a_pod_is_client_gos_error_not_a_guessed_server(tmp_path, monkeypatch):
+    monkeypatch.setattr(kubeconfig, "SERVICE_ACCOUNT", tmp_path / "absent")
+    parser = argparse.ArgumentParser()
+    kubeconfig.add_flags(parser)
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(KubeconfigError) as outside:
+        kubeconfig.from_args(parser.parse_args([]))
+    assert str(outside.value) == NOT_IN_CLUSTER
+    for name, value in ENV.items():
+        monkeypatch.setenv(name, value)             # a pod whose token was not mounted
+    with pytest.raises(KubeconfigError, match="absent/token: no such file or directory"):
+        kubeconfig.from_args(parser.parse_args([]))
+
+
+# Every program that finds the API server through common.kubeconfig (the
+# kubelet only with --apiserver or --kubeconfig: alone, it runs its manifests).
+CLIENTS = ["03-scheduler/scheduler.py", "04-controllers/controller_manager.py", "04-controllers/website_controller.py",
+           "05-proxy-dns/proxy.py", "05-proxy-dns/cluster_dns.py", "05-proxy-dns/route_agent.py"]
+
+
+@pytest.mark.parametrize("component", CLIENTS)
+def test_a_component_with_no_api_server_configured_says_so_and_exits(component):
+    """Not a retry loop against 127.0.0.1:8080 that logs nothing (issue 35)."""
+    outside_a_pod = {k: v for k, v in os.environ.items() if k not in ENV}
+    done = subprocess.run([sys.executable, component], cwd=ROOT, env=outside_a_pod,
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode != 0 and NOT_IN_CLUSTER in done.stdout + done.stderr, done.stdout + done.stderr

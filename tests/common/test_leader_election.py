@@ -15,7 +15,7 @@ from abac import Attributes
 from authentication import User
 from common.client import AlreadyExists, APIConnectionError, Conflict, NotFound
 from common.leader_election import (COORDINATION, LeaderElectionConfig, LeaderElector, add_flags,
-                                    config_from_args, decide, duration)
+                                    config_from_args, decide)
 
 ME, OTHER = "master1_aaaa", "master2_bbbb"
 STAMP, EARLIER = "2026-11-23T10:00:30.000000Z", "2026-11-23T09:00:00.000000Z"
@@ -80,18 +80,6 @@ def test_config_checks_the_durations_fit_together(lease, renew, retry, message):
     with pytest.raises(ValueError) as caught:
         LeaderElectionConfig("kube-system", "x", ME, lease, renew, retry)
     assert str(caught.value).startswith(message)
-
-
-@pytest.mark.parametrize("text, seconds", [("15s", 15), ("500ms", 0.5), ("1m30s", 90), ("2", 2), ("0.5", 0.5),
-                                           ("1.5s", 1.5), ("1h", 3600)])
-def test_duration(text, seconds):
-    assert duration(text) == seconds
-
-
-@pytest.mark.parametrize("text", ["", "s", "15x", "15s junk", "-3s", "1s2"])
-def test_duration_refuses(text):
-    with pytest.raises(argparse.ArgumentTypeError):
-        duration(text)
 
 
 @pytest.mark.parametrize("argv, leader_elect", [([], False), (["--leader-elect"], True),
