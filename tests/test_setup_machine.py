@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "setup-machine"
 BASICS = ("sh", "cat", "sed", "tr", "grep", "head", "tail", "date", "mktemp", "rm", "ldd", "touch", "dirname")
-EVERYTHING = ("docker", "iptables", "ip", "openssl", "make", "curl", "etcd", "etcdctl", "haproxy", "python3")
+EVERYTHING = ("docker", "dockerd", "iptables", "ip", "openssl", "make", "curl", "etcd", "etcdctl", "haproxy", "python3")
 
 
 def fake(bin_dir: Path, name: str, body: str) -> None:
@@ -82,9 +82,13 @@ def apt_calls(tmp_path: Path) -> list[str]:
      "alice may not use Docker; run: sudo usermod -aG docker alice, then log out and in again (or run: newgrp docker)"),
     (dict(docker_answers=False, socket=False),
      "the Docker engine is not running; run: sudo service docker start; then try again"),
-    (dict(installed=("docker", "make", "curl", "python3", "openssl", "etcd", "etcdctl", "haproxy")),
+    # A docker client alone (docker-ce-cli, a static binary) is not an engine.
+    (dict(installed=tuple(c for c in EVERYTHING if c != "dockerd"), docker_answers=False, socket=False),
+     "missing docker.io, the Docker engine is not running; run: sudo apt-get install -y docker.io && "
+     "sudo service docker start; then try again"),
+    (dict(installed=("docker", "dockerd", "make", "curl", "python3", "openssl", "etcd", "etcdctl", "haproxy")),
      "missing iptables iproute2; run: sudo apt-get install -y iptables iproute2; then try again"),
-    (dict(apt=False, installed=("docker", "make", "curl", "python3"), static_busybox=False),
+    (dict(apt=False, installed=("docker", "dockerd", "make", "curl", "python3"), static_busybox=False),
      "missing busybox-static iptables iproute2 openssl etcd-server etcd-client haproxy (this set-up installs them on Debian and Ubuntu only)"),
 ])
 def test_a_user_gets_one_line_and_no_sudo(tmp_path, setting, message):
@@ -107,6 +111,19 @@ def test_root_installs_what_is_missing_in_one_go(tmp_path):
                                       "etcd-server etcd-client"
     assert "setup: installing iptables iproute2 openssl etcd-server etcd-client from" in result.stderr
     assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+def test_root_installs_the_engine_beside_a_docker_client_alone(tmp_path):
+    installed = tuple(c for c in EVERYTHING if c != "dockerd")
+    env = machine(tmp_path, root=True, installed=installed, docker_answers=False, socket=False)
+    # Installing the package starts its engine (as its init script does):
+    # from then on, the client answers.
+    engine = tmp_path / "engine-installed"
+    fake(tmp_path / "bin", "apt-get", f'echo "$*" >> {tmp_path}/apt.log; touch {engine}')
+    fake(tmp_path / "bin", "docker", f'[ -e {engine} ]')
+    result = run(env, "machine")
+    assert result.returncode == 0, result.stderr
+    assert apt_calls(tmp_path)[-1] == "-o DPkg::Lock::Timeout=300 install -y -q docker.io"
 
 
 @pytest.mark.parametrize("required, code, says", [
