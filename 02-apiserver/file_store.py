@@ -140,7 +140,11 @@ class StoreError(Exception):
 
 
 class FileStore:
-    def __init__(self, data_dir: str | os.PathLike, watch_cache_size: int = 10_000):
+    def __init__(self, data_dir: str | os.PathLike, watch_cache_size: int = 10_000,
+                 log_segment_size: int | None = None):
+        """`watch_cache_size` events are kept, in the event log and in memory;
+        the log is checkpointed every `log_segment_size` of them (a quarter
+        of the window by default; a crash test makes it small)."""
         self.root = Path(data_dir)
         self.registry_dir = self.root / "registry"
         try:
@@ -161,7 +165,7 @@ class FileStore:
         self._rv = 0                                   # the newest version handed out
         self._rv_reserved = 0
         self._unsynced_dirs: set[Path] = set()        # renamed into since the last checkpoint
-        self.event_log = EventLog(self.root / "events", keep=watch_cache_size)
+        self.event_log = EventLog(self.root / "events", keep=watch_cache_size, segment_size=log_segment_size)
         events = self._load()
         self._published_rv = self._rv                  # the newest version readers can see
         self.watch_cache = WatchCache(watch_cache_size, start_rv=self.event_log.horizon)
@@ -221,8 +225,14 @@ class FileStore:
             events.append(event)
             newest[(resource, event.namespace, event.obj["metadata"]["name"])] = event
         for event in newest.values():
-            if self._path(event.resource, event.namespace, event.obj["metadata"]["name"]) not in set_aside:
+            path = self._path(event.resource, event.namespace, event.obj["metadata"]["name"])
+            if path not in set_aside:
                 self._finish(event)       # (a file set aside stays aside: someone must look at it)
+            # A process killed before its checkpoint leaves renames we can
+            # see but the disk may not keep (nothing fsync'd their directory):
+            # the next checkpoint makes them durable before the log lets go
+            # of the lines that could redo them.
+            self._unsynced_dirs.add(path.parent)
         self._rv = max([self._rv] + [event.resource_version for event in events])
         return events
 
