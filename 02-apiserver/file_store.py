@@ -11,8 +11,8 @@ killed at any moment therefore leaves each object wholly old or wholly new.
 Each write's event goes to the event log (event_log.py) before the rename;
 that log is the commit point, and it is what makes the rename itself safe
 without an fsync of its directory every time: a rename that a power cut
-loses is done again at start-up from the log. The directories are fsync'd
-at each *checkpoint*, before the log drops any line.
+loses is done again at start-up from the log. Each *checkpoint* fsyncs the
+directories (a killed predecessor's too) before the log drops any line.
 
 All objects are also kept in memory: reads and lists never touch the disk.
 
@@ -109,8 +109,6 @@ class _Commit:
         self.done = False                 # logged, renamed, shown to readers and watchers
 
 
-
-
 # [START atomic-write]
 _temporary_numbers = itertools.count()   # next() on a count is atomic: safe from many threads
 
@@ -140,11 +138,7 @@ class StoreError(Exception):
 
 
 class FileStore:
-    def __init__(self, data_dir: str | os.PathLike, watch_cache_size: int = 10_000,
-                 log_segment_size: int | None = None):
-        """`watch_cache_size` events are kept, in the event log and in memory;
-        the log is checkpointed every `log_segment_size` of them (a quarter
-        of the window by default; a crash test makes it small)."""
+    def __init__(self, data_dir: str | os.PathLike, watch_cache_size: int = 10_000, log_segment_size: int | None = None):
         self.root = Path(data_dir)
         self.registry_dir = self.root / "registry"
         try:
@@ -220,18 +214,14 @@ class FileStore:
             resource = registry.lookup(record["group"], record["version"], record["plural"])
             if resource is None:
                 continue                  # a kind this server no longer serves: nobody can watch it
-            event = Event(record["type"], record["rv"], resource, record["namespace"],
-                          record["object"], record.get("old"))
+            event = Event(record["type"], record["rv"], resource, record["namespace"], record["object"], record.get("old"))
             events.append(event)
             newest[(resource, event.namespace, event.obj["metadata"]["name"])] = event
         for event in newest.values():
             path = self._path(event.resource, event.namespace, event.obj["metadata"]["name"])
             if path not in set_aside:
                 self._finish(event)       # (a file set aside stays aside: someone must look at it)
-            # A process killed before its checkpoint leaves renames we can
-            # see but the disk may not keep (nothing fsync'd their directory):
-            # the next checkpoint makes them durable before the log lets go
-            # of the lines that could redo them.
+            # A killed process's renames may not be durable yet: fsync'd at our next checkpoint.
             self._unsynced_dirs.add(path.parent)
         self._rv = max([self._rv] + [event.resource_version for event in events])
         return events
