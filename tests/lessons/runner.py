@@ -647,6 +647,19 @@ def play(files: list[Path], session: Session) -> str | None:
                 example.evaluate()      # stops at the first step that fails
         except SybilFailure as failure:
             return failure.result       # file:line, command, diff: nothing more
+    return _trouble_left_running(session)
+
+
+def _trouble_left_running(session: Session) -> str | None:
+    """The terminals still running at the end (stopped after the lesson) had
+    lines no excerpt reached: an ERROR among them fails the lesson too."""
+    for background in session.backgrounds:
+        if background.interrupted:
+            continue
+        try:
+            background.check_unshown(background.output()[background.seen:], f"{background.started} (end of the lesson)")
+        except LessonFailure as failure:
+            return str(failure)
     return None
 
 

@@ -772,3 +772,21 @@ controllers running
     assert "the kubelet on master" in report and "default/web: pod started" in report
     assert "kubectl was asked: get pods -A -o wide" in report
     assert "kubectl was asked: describe pods -n website-system -l app=website-controller" in report
+
+
+def test_an_error_after_a_terminals_last_excerpt_fails_the_lesson(tmp_path):
+    """A terminal left running to the end is stopped after the lesson; what
+    it printed after its last excerpt is checked then."""
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: background -->
+```console
+$ {logging_server('INFO serving', 'ERROR lost the watch')}
+... demo INFO serving
+```
+
+```console
+$ echo done
+done
+```
+""")
+    assert "(end of the lesson)" in str(failure) and "demo ERROR lost the watch" in str(failure)
