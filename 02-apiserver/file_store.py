@@ -11,8 +11,8 @@ killed at any moment therefore leaves each object wholly old or wholly new.
 Each write's event goes to the event log (event_log.py) before the rename;
 that log is the commit point, and it is what makes the rename itself safe
 without an fsync of its directory every time: a rename that a power cut
-loses is done again at start-up from the log. The directories are fsync'd
-at each *checkpoint*, before the log drops any line.
+loses is done again at start-up from the log. Each *checkpoint* fsyncs the
+directories (a killed predecessor's too) before the log drops any line.
 
 All objects are also kept in memory: reads and lists never touch the disk.
 
@@ -110,8 +110,6 @@ class _Commit:
         self.done = False                 # logged, renamed, shown to readers and watchers
 
 
-
-
 # [START atomic-write]
 _temporary_numbers = itertools.count()   # next() on a count is atomic: safe from many threads
 
@@ -141,7 +139,7 @@ class StoreError(Exception):
 
 
 class FileStore:
-    def __init__(self, data_dir: str | os.PathLike, watch_cache_size: int = 10_000):
+    def __init__(self, data_dir: str | os.PathLike, watch_cache_size: int = 10_000, log_segment_size: int | None = None):
         self.root = Path(data_dir)
         self.registry_dir = self.root / "registry"
         try:
@@ -162,7 +160,7 @@ class FileStore:
         self._rv = 0                                   # the newest version handed out
         self._rv_reserved = 0
         self._unsynced_dirs: set[Path] = set()        # renamed into since the last checkpoint
-        self.event_log = EventLog(self.root / "events", keep=watch_cache_size)
+        self.event_log = EventLog(self.root / "events", keep=watch_cache_size, segment_size=log_segment_size)
         events = self._load()
         self._published_rv = self._rv                  # the newest version readers can see
         self.watch_cache = WatchCache(watch_cache_size, start_rv=self.event_log.horizon)
@@ -220,13 +218,15 @@ class FileStore:
             if too_deep_at(record["object"]) or too_deep_at(record.get("old")):   # (see _read_object)
                 log.info("event nested too deeply left out", file=str(self.event_log.directory), rv=record["rv"])
                 continue
-            event = Event(record["type"], record["rv"], resource, record["namespace"],
-                          record["object"], record.get("old"))
+            event = Event(record["type"], record["rv"], resource, record["namespace"], record["object"], record.get("old"))
             events.append(event)
             newest[(resource, event.namespace, event.obj["metadata"]["name"])] = event
         for event in newest.values():
-            if self._path(event.resource, event.namespace, event.obj["metadata"]["name"]) not in set_aside:
+            path = self._path(event.resource, event.namespace, event.obj["metadata"]["name"])
+            if path not in set_aside:
                 self._finish(event)       # (a file set aside stays aside: someone must look at it)
+            # A killed process's renames may not be durable yet: fsync'd at our next checkpoint.
+            self._unsynced_dirs.add(path.parent)
         self._rv = max([self._rv] + [event.resource_version for event in events])
         return events
 

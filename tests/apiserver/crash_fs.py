@@ -46,6 +46,7 @@ class Recorder:
     root: Path
     drop_file_fsync: bool = False      # for the self-test: the store without its data fsync
     drop_dir_fsync: bool = False       # ... without its directory fsyncs
+    drop_log_fsync: bool = False       # ... without the event log's fdatasync, its commit point
     ops: list[Op] = field(default_factory=list)
     _fds: dict[int, str] = field(default_factory=dict)
     _in_mkdir: bool = False
@@ -119,6 +120,8 @@ class Recorder:
                 recorder.ops.append(Op("fsync_dir", name[4:]))
             else:
                 if recorder.drop_file_fsync and name.startswith("registry"):
+                    return None
+                if recorder.drop_log_fsync and name.startswith("events"):
                     return None
                 recorder.ops.append(Op("fsync", name))
             return real(fd)

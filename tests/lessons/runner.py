@@ -27,6 +27,8 @@ from pathlib import Path
 from sybil import Document, Region, Sybil
 from sybil.parsers.markdown.lexers import FencedCodeBlockLexer
 
+import failure_report
+
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ("master", "node1", "node2", "node3")
 # `host$`: the computer itself. A lesson that types it is played on machines
@@ -52,6 +54,10 @@ STOP_WAIT = 10          # a background terminal after Ctrl-C
 BOUND = re.compile(r"(?P<uid>\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)"
                    r"|(?P<id>\b[0-9a-f]{64}\b|\b[0-9a-f]{12}\b)"
                    r"|(?P<ip>\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b)")
+# In a block marked `bind numbers`, whole numbers are bound too: the README
+# shows `"ModRevision" : 57` and then `57`, and the real output must repeat
+# its own number there, whatever it is.
+BOUND_NUMBERS = re.compile(BOUND.pattern + r"|(?P<number>(?<![\d.])\d+(?![\d.]))")
 LITERAL_IP = re.compile(r"^(127\.\d+\.\d+\.\d+|0\.0\.0\.0)$")
 FREE = [  # replaced and forgotten: clock times, measured durations
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\b"), "<time>"),
@@ -64,6 +70,14 @@ FREE = [  # replaced and forgotten: clock times, measured durations
 AGE_HEADERS = ("AGE", "Age", "LAST SEEN")
 AGE = re.compile(r"^(\d+[smhd]){1,2}(?P<over> \(x\d+ over (\d+[smhd]){1,2}\))?$")
 COLUMN_GAP = re.compile(r"\s{2,}")
+
+# A log line the README does not show may be anything, except trouble: an
+# ERROR (or CRITICAL) from our components' loggers (common/log.py's plain
+# format: time, component, level) or a Python traceback. A lesson may add
+# levels (`unexpected WARNING`) for a terminal that should print none.
+LOG_LEVEL = re.compile(r"^\S+ \S+ (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) ")
+ALWAYS_UNEXPECTED = frozenset({"ERROR", "CRITICAL"})
+TRACEBACK = "Traceback (most recent call last):"
 
 
 class LessonFailure(AssertionError):
@@ -131,14 +145,14 @@ def _age_column(line: str, current: int | None) -> int | None:
     return current
 
 
-def _line_pattern(expected: str, fixed=frozenset()) -> re.Pattern:
+def _line_pattern(expected: str, fixed=frozenset(), numbers: bool = False) -> re.Pattern:
     """The expected line as a regex over the *actual* line (times and
     durations already forgiven): `...` matches any text, and each id, uid or
     IP is a group capturing the real value, so binding sees every one."""
     pieces = []
     for part in _free(expected).split("..."):
         regex, position = "", 0
-        for match in BOUND.finditer(part):
+        for match in (BOUND_NUMBERS if numbers else BOUND).finditer(part):
             regex += re.escape(part[position:match.start()])
             regex += re.escape(match.group()) if _literal(match, fixed) else rf"\b({_KIND[match.lastgroup]})\b"
             position = match.end()
@@ -147,22 +161,23 @@ def _line_pattern(expected: str, fixed=frozenset()) -> re.Pattern:
 
 
 _KIND = {"uid": r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-         "id": r"[0-9a-f]{64}|[0-9a-f]{12}", "ip": r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}"}
+         "id": r"[0-9a-f]{64}|[0-9a-f]{12}", "ip": r"\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}", "number": r"\d+"}
 
 
-def _shown_values(expected: str, fixed=frozenset()) -> list[tuple[str, str]]:
+def _shown_values(expected: str, fixed=frozenset(), numbers: bool = False) -> list[tuple[str, str]]:
     """(kind, value) of each bound value the README line shows, in order."""
-    return [(m.lastgroup, m.group()) for m in BOUND.finditer(_free(expected)) if not _literal(m, fixed)]
+    bound = BOUND_NUMBERS if numbers else BOUND
+    return [(m.lastgroup, m.group()) for m in bound.finditer(_free(expected)) if not _literal(m, fixed)]
 
 
-def _line_match(expected: str, actual: str, fixed=frozenset()) -> re.Match | None:
-    return _line_pattern(expected, fixed).match(_free(actual))
+def _line_match(expected: str, actual: str, fixed=frozenset(), numbers: bool = False) -> re.Match | None:
+    return _line_pattern(expected, fixed, numbers).match(_free(actual))
 
 
-def _align(wanted: list[str], got: list[str], fixed=frozenset()) -> list[tuple[int, int]] | None:
+def _align(wanted: list[str], got: list[str], fixed=frozenset(), numbers: bool = False) -> list[tuple[int, int]] | None:
     """Pairs (expected index, actual index) of a match, or None. A line that
     is only `...` matches any number of lines."""
-    patterns = [None if w.strip() == "..." else _line_pattern(w, fixed) for w in wanted]
+    patterns = [None if w.strip() == "..." else _line_pattern(w, fixed, numbers) for w in wanted]
     free = [_free(g) for g in got]
 
     def match(i: int, j: int) -> list[tuple[int, int]] | None:
@@ -181,7 +196,7 @@ def _align(wanted: list[str], got: list[str], fixed=frozenset()) -> list[tuple[i
     return match(0, 0)
 
 
-def bind(expected: str, actual: str, bindings: dict) -> str | None:
+def bind(expected: str, actual: str, bindings: dict, numbers: bool = False) -> str | None:
     """Check the bound values of one matched pair of lines, one-to-one: a
     value the README shows again must be the same real value, and a real
     value can stand for only one README value; an address that varies
@@ -189,10 +204,10 @@ def bind(expected: str, actual: str, bindings: dict) -> str | None:
     before in the lesson (and then they are noted), else why not (and
     nothing is noted)."""
     fixed = bindings.get("fixed", frozenset())
-    found = _line_match(expected, actual, fixed)
+    found = _line_match(expected, actual, fixed, numbers)
     if found is None:
         return "the line does not match"
-    shown = _shown_values(expected, fixed)
+    shown = _shown_values(expected, fixed, numbers)
     real = list(found.groups())     # in the order the README line shows them
     forward, backward = bindings.setdefault("shown", {}), bindings.setdefault("real", {})
     new: dict = {}
@@ -217,20 +232,20 @@ def bind(expected: str, actual: str, bindings: dict) -> str | None:
     return None
 
 
-def compare(expected: list[str], actual: list[str], bindings: dict) -> str | None:
+def compare(expected: list[str], actual: list[str], bindings: dict, numbers: bool = False) -> str | None:
     """None if the output is what the README shows, else why not. Bindings
     are noted only if every line agrees (a failed try of an `until` step
-    leaves nothing behind)."""
+    leaves nothing behind). `numbers`: whole numbers are bound too."""
     fixed = bindings.get("fixed", frozenset())
     # A blank line ends a table: ages are forgiven before blank lines go.
     wanted = [line for line in forgive_ages(expected) if line.strip()]
     got = [line for line in forgive_ages(actual) if line.strip()]
-    pairs = _align(wanted, got, fixed)
+    pairs = _align(wanted, got, fixed, numbers)
     if pairs is None:
         return "the output differs from the README\n" + diff(wanted, got, fixed)
     trial = _copy(bindings)
     for i, j in pairs:
-        problem = bind(wanted[i], got[j], trial)
+        problem = bind(wanted[i], got[j], trial, numbers)
         if problem:
             return problem
     bindings.update(trial)
@@ -252,6 +267,19 @@ def diff(expected: list[str], actual: list[str], fixed=frozenset()) -> str:
     return "\n".join(lines) + "\n(times, ids, IPs and ages are shown as <time>, <id>, <ip>, <age>)"
 
 
+def unexpected_lines(lines: list[str], levels=frozenset()) -> list[str]:
+    """The lines (with a traceback's next lines, to read it by) that are
+    trouble a README cannot leave out: ERRORs, tracebacks, `levels`."""
+    found = []
+    for index, line in enumerate(lines):
+        level = LOG_LEVEL.match(line)
+        if line.lstrip().startswith(TRACEBACK):
+            found.extend(lines[index:index + 12])
+        elif level and level.group("level") in ALWAYS_UNEXPECTED | set(levels):
+            found.append(line)
+    return found
+
+
 # --- machines and terminals -------------------------------------------------------
 
 class Shell:
@@ -261,10 +289,14 @@ class Shell:
 
     def __init__(self, machine: str, cwd: Path, env: dict, workdir: Path, enter: list[str] = ()):
         self.machine, self.workdir = machine, workdir
-        self.process = subprocess.Popen([*enter, "bash", "--noprofile", "--norc"], cwd=cwd, env=env, text=True,
+        # pipefail: `kubectl get pods | grep web` fails when kubectl does,
+        # not only when grep finds nothing; a compound command cannot hide a failure.
+        self.process = subprocess.Popen([*enter, "bash", "--noprofile", "--norc", "-o", "pipefail"], cwd=cwd,
+                                        env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
+        self.busy = False       # a command that timed out may still be running in it
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -280,6 +312,7 @@ class Shell:
         marker = f"__lesson_done_{uuid.uuid4().hex}__"
         self.process.stdin.write(f"source {_quote(str(script))} </dev/null; printf '\\n{marker} %d\\n' $?\n")
         self.process.stdin.flush()
+        self.busy = True
         output: list[str] = []
         deadline = time.monotonic() + timeout
         while True:
@@ -291,6 +324,7 @@ class Shell:
             if line is None:
                 raise LessonFailure(f"the {self.machine} shell exited during `{command}`:\n" + "\n".join(output[-30:]))
             if line.startswith(marker):
+                self.busy = False
                 return int(line.split()[1]), (output[:-1] if output and output[-1] == "" else output)
             output.append(line)
 
@@ -321,6 +355,16 @@ class Background:
     log: Path
     seen: int = 0           # output lines already used by an earlier step
     interrupted: bool = False
+    unexpected: set = field(default_factory=set)   # levels no unshown line may have (beyond ERROR)
+
+    def check_unshown(self, lines: list[str], where: str) -> None:
+        """Fail if a line the README skipped over is trouble (an ERROR, a
+        traceback): a lesson that passes with errors in its logs teaches them."""
+        trouble = unexpected_lines(lines, self.unexpected)
+        if trouble:
+            raise LessonFailure(f"{where}: the background command of {self.started} (`{self.command}`) "
+                                "printed lines the README does not show, and they are trouble "
+                                "(fix their cause, or show them and say why):\n" + "\n".join(trouble))
 
     def output(self) -> list[str]:
         return self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
@@ -347,6 +391,7 @@ class Session:
     bindings: dict = field(default_factory=dict)
     machines: object = None     # a machines.Machines when the lesson types `host$`
     local: set = field(default_factory=set)     # machines whose terminals are on this computer
+    kubectl_on: list = field(default_factory=list)  # machines whose shells typed kubectl (and so know the cluster)
 
     def enter(self, machine: str, cwd) -> list[str]:
         """How a terminal gets onto a machine: on namespace machines, nsenter.
@@ -378,12 +423,33 @@ class Session:
         cwd, env = self.shell(machine).state()
         log = self.workdir / f"background-{len(self.backgrounds)}.log"
         with open(log, "wb") as out:
-            process = subprocess.Popen([*self.enter(machine, cwd), "bash", "-c", command], cwd=cwd, env=env,
+            process = subprocess.Popen([*self.enter(machine, cwd), "bash", "-o", "pipefail", "-c", command],
+                                       cwd=cwd, env=env,
                                        stdin=subprocess.DEVNULL,
                                        stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         background = Background(command, started, process, machine, log)
         self.backgrounds.append(background)
         return background
+
+    def failure_report(self, machine: str | None, command: str) -> str:
+        """What to read after a failed step: the kubelets' last log lines,
+        and the pods as kubectl describes them (failure_report.py)."""
+        sections = failure_report.kubelet_logs(self.backgrounds)
+        shells = [self.shells[m] for m in sorted(self.kubectl_on, key=lambda m: m != machine)
+                  if m in self.shells and not self.shells[m].busy]
+        if shells:
+            describe = failure_report.describe_command(command)
+            for asked in ["kubectl get pods -A -o wide"] + ([describe] if describe else []):
+                sections.append(f"--- {shells[0].machine}$ {asked}\n" + self._ask(shells[0], asked))
+        return "".join(f"\n\n{section}" for section in sections)
+
+    @staticmethod
+    def _ask(shell: Shell, command: str) -> str:
+        try:
+            _, lines = shell.run(command + " 2>&1", timeout=30)
+        except LessonFailure as failure:        # the cluster may be what failed
+            return str(failure)
+        return failure_report.trimmed(lines)
 
     def check_backgrounds(self) -> None:
         for background in self.backgrounds:
@@ -460,10 +526,15 @@ def parse_options(text: str, where: str) -> dict:
         return {"interrupt": True, "on": words[2], "running": " ".join(words[3:])}
     if words == ["any", "order"]:
         return {"any order": True}
+    if words == ["bind", "numbers"]:
+        return {"bind numbers": True}
+    if kind == "unexpected" and len(words) > 1 and set(words[1:]) <= {"DEBUG", "INFO", "WARNING"}:
+        return {"unexpected": set(words[1:])}
     if kind == "until" and len(words) == 2 and re.fullmatch(r"\d+s", words[1]):
         return {"until": float(words[1][:-1])}
     raise ValueError(f"{where}: unknown lesson marker {text!r}; use background, interrupt, "
-                     "interrupt exits N, interrupt on MACHINE [COMMAND TEXT], kill, any order, until 60s (seconds) or skip (why)")
+                     "interrupt exits N, interrupt on MACHINE [COMMAND TEXT], kill, any order, bind numbers, "
+                     "unexpected LEVEL (WARNING, INFO, DEBUG), until 60s (seconds) or skip (why)")
 
 
 def parse_block(source: str, first_line: int, options: dict, where: str) -> Step:
@@ -576,6 +647,19 @@ def play(files: list[Path], session: Session) -> str | None:
                 example.evaluate()      # stops at the first step that fails
         except SybilFailure as failure:
             return failure.result       # file:line, command, diff: nothing more
+    return _trouble_left_running(session)
+
+
+def _trouble_left_running(session: Session) -> str | None:
+    """The terminals still running at the end (stopped after the lesson) had
+    lines no excerpt reached: an ERROR among them fails the lesson too."""
+    for background in session.backgrounds:
+        if background.interrupted:
+            continue
+        try:
+            background.check_unshown(background.output()[background.seen:], f"{background.started} (end of the lesson)")
+        except LessonFailure as failure:
+            return str(failure)
     return None
 
 
@@ -603,6 +687,7 @@ def evaluate_step(example) -> str | None:
         return None
     path = _display(example.path)
     where = f"{path}:{step.line}"
+    machine, text = None, ""               # the command at fault, for the failure report
     try:
         session.check_backgrounds()
         if step.options.get("interrupt"):
@@ -611,10 +696,16 @@ def evaluate_step(example) -> str | None:
         elif step.options.get("kill"):
             _interrupt(session, step.expected, where, signal.SIGKILL, exit_code=None)
         elif not step.commands:
+            if session.backgrounds:
+                session.backgrounds[-1].unexpected |= step.options.get("unexpected", set())
+                machine, text = session.backgrounds[-1].machine, session.backgrounds[-1].command
             _background_shows(session, step.expected, where, any_order=step.options.get("any order", False))
         for command in step.commands:
             where = f"{path}:{command.line}"
+            machine, text = command.machine, command.text
             session.fix_addresses(command.text)
+            if "kubectl" in command.text and command.machine not in session.kubectl_on:
+                session.kubectl_on.append(command.machine)
             session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
             if command.machine == HOST and "machines-down" in command.text:
                 for background in session.backgrounds:       # their machines are going: so are they
@@ -622,13 +713,15 @@ def evaluate_step(example) -> str | None:
                     background.interrupted = background.interrupted or on_machine
             if step.options.get("background"):
                 background = session.start_background(command.machine, command.text, where)
+                background.unexpected |= step.options.get("unexpected", set())
                 _background_shows(session, command.expected, where, background,
                                   any_order=step.options.get("any order", False))
             else:
-                _run(session, command, where, step.options.get("until", 0.0))
+                _run(session, command, where, step.options.get("until", 0.0), step.options.get("bind numbers", False))
         session.check_backgrounds()   # a terminal that died during this step
     except LessonFailure as failure:
-        return str(failure) if str(failure).startswith(path) else f"{where}: {failure}"
+        message = str(failure) if str(failure).startswith(path) else f"{where}: {failure}"
+        return message + session.failure_report(machine, text)
     return None
 
 
@@ -640,14 +733,14 @@ def _display(path: str) -> str:
         return str(path)
 
 
-def _run(session: Session, command: Command, where: str, patience: float) -> None:
+def _run(session: Session, command: Command, where: str, patience: float, numbers: bool = False) -> None:
     """Run it; with patience (`until`), again once a second until it shows
     what the README shows, and never past the deadline."""
     deadline = time.monotonic() + patience
     while True:
         code, actual = session.shell(command.machine).run(command.text)
         problem = f"`{command.text}` exited with code {code}" if code else None
-        problem = problem or compare(command.expected, actual, session.bindings)
+        problem = problem or compare(command.expected, actual, session.bindings, numbers)
         if problem is None:
             return
         if time.monotonic() >= deadline:
@@ -675,7 +768,9 @@ def _background_shows(session: Session, expected: list[str], where: str,
         output = background.output()
         found = _find_lines(wanted, output, background.seen, session.bindings, any_order)
         if isinstance(found, list):
-            background.seen = max(found, default=background.seen - 1) + 1
+            end = max(found, default=background.seen - 1) + 1
+            background.check_unshown([output[k] for k in range(background.seen, end) if k not in found], where)
+            background.seen = end
             return
         exited = background.exit_code() is not None and not background.interrupted
         if exited or time.monotonic() >= deadline:
@@ -736,6 +831,8 @@ def _interrupt(session: Session, expected: list[str], where: str, signum=signal.
     except subprocess.TimeoutExpired:
         raise LessonFailure(f"{where}: the background command of {background.started} printed its "
                             f"last words but was still running {STOP_WAIT} s after Ctrl-C") from None
+    # Its last lines, which no later excerpt can show: no ERROR among them either.
+    background.check_unshown(background.output()[background.seen:], where)
     if exit_code is not None and code != exit_code:
         raise LessonFailure(f"{where}: the background command of {background.started} "
                             f"(`{background.command}`) exited with code {code} after Ctrl-C, "

@@ -632,3 +632,161 @@ def test_a_failure_names_a_chapter_file_as_the_learner_sees_it():
     """Inside the repository, `02-apiserver/lesson-2-x.md:123`, not an absolute path."""
     assert runner._display(str(runner.ROOT / "02-apiserver" / "lesson-2-x.md")) == "02-apiserver/lesson-2-x.md"
     assert runner._display("/elsewhere/README.md") == "/elsewhere/README.md"
+
+
+# --- what a lesson may not pass with (issue 35) ---
+
+# A background program that logs as common/log.py does, then waits.
+def logging_server(*lines: str) -> str:
+    printed = "; ".join(f"echo '2020-01-01T00:00:00Z demo {line}'" for line in lines)
+    return f"sh -c \"{printed}; sleep 30\""
+
+
+def test_an_error_the_readme_does_not_show_fails_the_excerpt(tmp_path):
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: background -->
+```console
+$ {logging_server('INFO starting', 'ERROR cannot bind', 'INFO serving')}
+... demo INFO starting
+... demo INFO serving
+```
+""")
+    assert "printed lines the README does not show, and they are trouble" in str(failure)
+    assert "demo ERROR cannot bind" in str(failure)
+
+
+def test_an_error_the_readme_shows_passes(tmp_path):
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: background -->
+```console
+$ {logging_server('INFO starting', 'ERROR manifest skipped', 'INFO serving')}
+... demo INFO starting
+... demo ERROR manifest skipped
+... demo INFO serving
+```
+""")
+    assert failure is None
+
+
+def test_a_traceback_between_excerpt_lines_fails_with_its_lines(tmp_path):
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ python3 -c "import threading, time; print('up', flush=True); threading.Thread(target=lambda: 1/0).start(); time.sleep(0.5); print('still up', flush=True); time.sleep(30)"
+up
+still up
+```
+""")
+    assert "Traceback (most recent call last):" in str(failure)
+    assert "ZeroDivisionError" in str(failure)
+
+
+def test_a_level_the_lesson_marks_unexpected_fails_and_others_pass(tmp_path):
+    lesson = """\
+<!-- lesson: background{marker} -->
+```console
+$ {server}
+... demo INFO serving
+```
+"""
+    server = logging_server("WARNING slow disk", "INFO serving")
+    _, failure = run_lesson(tmp_path, lesson.format(marker="", server=server))
+    assert failure is None
+    _, failure = run_lesson(tmp_path, lesson.format(marker=", unexpected WARNING", server=server))
+    assert "demo WARNING slow disk" in str(failure)
+
+
+def test_an_error_in_a_terminals_last_words_fails_the_interrupt(tmp_path):
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ python3 -c "import signal, sys, time; signal.signal(signal.SIGINT, lambda *a: (print('x demo ERROR lost a write', flush=True), sys.exit(0))); print('serving', flush=True); time.sleep(60)"
+serving
+```
+
+<!-- lesson: interrupt -->
+""")
+    assert "x demo ERROR lost a write" in str(failure)
+
+
+def test_a_pipeline_fails_when_any_of_its_commands_fails(tmp_path):
+    _, failure = run_lesson(tmp_path, "```console\n$ false | cat\n```\n")
+    assert "exited with code 1" in str(failure)
+
+
+@pytest.mark.parametrize("second, passes", [("$((10 + 47))", True), ("58", False)])
+def test_bound_numbers_must_repeat_as_the_readme_repeats_them(tmp_path, second, passes):
+    """`bind numbers`: "resourceVersion equals ModRevision" is checked."""
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: bind numbers -->
+```console
+$ echo '"CreateRevision" : 56'; echo '"ModRevision" : 57'
+"CreateRevision" : 12
+"ModRevision" : 13
+$ echo {second}
+13
+```
+""")
+    assert (failure is None) == passes, failure
+
+
+def test_bound_numbers_that_differ_in_the_readme_must_differ(tmp_path):
+    _, failure = run_lesson(tmp_path, """\
+<!-- lesson: bind numbers -->
+```console
+$ echo 'created 57, modified 57'
+created 12, modified 13
+```
+""")
+    assert "two different numbers, 12 and 13, but both are 57" in str(failure)
+
+
+def test_a_failure_report_keeps_the_kubelets_log_and_describes_the_pods(tmp_path, monkeypatch):
+    """A flake leaves what a maintainer needs: the kubelet's last lines and
+    `kubectl describe` of the pods the failing command was about."""
+    monkeypatch.setattr(runner, "OUTPUT_WAIT", 3)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "kubectl").write_text("#!/bin/sh\necho \"kubectl was asked: $*\"\n")
+    (bin_dir / "kubectl").chmod(0o755)
+    (bin_dir / "kubelet.py").write_text("#!/bin/sh\necho 'x kubelet INFO default/web: pod started'\nsleep 30\n")
+    (bin_dir / "kubelet.py").chmod(0o755)
+    _, failure = run_lesson(tmp_path, f"""\
+```console
+$ export PATH={bin_dir}:$PATH
+```
+
+<!-- lesson: background -->
+```console
+$ kubelet.py --node-name node1
+... kubelet INFO default/web: pod started
+```
+
+```console
+$ kubectl logs -n website-system -l app=website-controller
+controllers running
+```
+""")
+    report = str(failure)
+    assert "the output differs from the README" in report
+    assert "the kubelet on master" in report and "default/web: pod started" in report
+    assert "kubectl was asked: get pods -A -o wide" in report
+    assert "kubectl was asked: describe pods -n website-system -l app=website-controller" in report
+
+
+def test_an_error_after_a_terminals_last_excerpt_fails_the_lesson(tmp_path):
+    """A terminal left running to the end is stopped after the lesson; what
+    it printed after its last excerpt is checked then."""
+    _, failure = run_lesson(tmp_path, f"""\
+<!-- lesson: background -->
+```console
+$ {logging_server('INFO serving', 'ERROR lost the watch')}
+... demo INFO serving
+```
+
+```console
+$ echo done
+done
+```
+""")
+    assert "(end of the lesson)" in str(failure) and "demo ERROR lost the watch" in str(failure)

@@ -1,0 +1,69 @@
+"""What a failed lesson step leaves behind to read, printed under its diff.
+
+A step that fails in CI is often a flake that does not come back on a
+re-run (chapter 05 part 4: the Website controller in its pod never said
+"controllers running"). By then the cluster is gone, so the report keeps
+what a maintainer would have looked at: each kubelet's last log lines (the
+kubelets run in the runner's own terminals) and `kubectl describe` of the
+pods the failing command was about.
+"""
+from __future__ import annotations
+
+import shlex
+
+KUBELET_LINES = 40      # of each kubelet's log
+DESCRIBE_LINES = 150    # of `kubectl describe`, which ends with the events
+
+
+def kubelet_logs(terminals) -> list[str]:
+    """The last lines of every kubelet the lesson started (the terminals are
+    runner.Background: command, machine, started, output())."""
+    sections = []
+    for terminal in terminals:
+        if "kubelet.py" not in terminal.command:
+            continue
+        lines = terminal.output()[-KUBELET_LINES:]
+        sections.append(f"--- the kubelet on {terminal.machine} ({terminal.started}), its last "
+                        f"{len(lines)} lines:\n" + "\n".join(lines))
+    return sections
+
+
+def describe_command(command: str) -> str | None:
+    """`kubectl describe pods` narrowed as the failing kubectl command was
+    (its namespace, label selector, pod names); None if it was not about pods
+    in a way we can tell (then `kubectl get pods -A -o wide` says enough)."""
+    try:
+        words = shlex.split(command.split("\n")[0], comments=True)
+    except ValueError:                       # a quote the first line does not close
+        return None
+    if "kubectl" not in words:
+        return None
+    words = words[words.index("kubectl") + 1:]
+    for operator in ("|", "||", "&&", ";", ">", "2>&1"):
+        words = words[:words.index(operator)] if operator in words else words    # kubectl's own words
+    namespace, selector, names = [], [], []
+    for index, word in enumerate(words):
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word in ("-n", "--namespace") and following:
+            namespace = [word, following]
+        elif word.startswith("--namespace=") or word in ("-A", "--all-namespaces"):
+            namespace = [word]
+        elif word in ("-l", "--selector") and following:
+            selector = [word, following]
+        elif word.startswith("--selector="):
+            selector = [word]
+        elif word.startswith(("pod/", "pods/")):
+            names.append(word.split("/", 1)[1])
+        elif word in ("pod", "pods", "po") and following and not following.startswith("-"):
+            names.append(following)
+    if not (namespace or selector or names):
+        return None
+    # kubectl takes names or a selector, not both: the names are more precise
+    return shlex.join(["kubectl", "describe", "pods", *namespace, *(names or selector)])
+
+
+def trimmed(lines: list[str], limit: int = DESCRIBE_LINES) -> str:
+    """At most `limit` lines, keeping the end (describe's events are last)."""
+    if len(lines) <= limit:
+        return "\n".join(lines)
+    return f"({len(lines) - limit} lines left out)\n" + "\n".join(lines[-limit:])
