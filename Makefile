@@ -49,10 +49,10 @@ demo-01: venv images ## chapter 01 alone: a kubelet runs the example pods, shows
 test: ## set up, then run every test (kubectl tests skip without kubectl unless GROUNDUP_REQUIRE_KUBECTL=1)
 	@$(SETUP) machine venv images kubectl
 	@# pytest exits 5 when it collected no test: a failure, never a pass.
-	@# Two workers: the lessons and the machines on one, one test at a time,
-	@# Docker's tests likewise; the rest beside them (tests/conftest.py says
-	@# which is which). Three were faster (13 min) but flakier on two cores.
-	$(PYTEST) -n 2 --durations=25 tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
+	@# Three workers: the lessons and the machines on one, one test at a time,
+	@# Docker's tests on another; the rest beside and between them
+	@# (tests/conftest.py says which is which, and why three).
+	$(PYTEST) -n 3 --durations=25 tests; code=$$?; [ $$code -ne 5 ] || echo "error: pytest collected no tests"; exit $$code
 
 test-common: venv ## the shared object model: manifests, validation, quantities, selectors
 	$(PYTEST) tests/common

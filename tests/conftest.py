@@ -98,7 +98,7 @@ def etcd(etcd_binary, tmp_path_factory):
     cluster.stop()
 
 
-# `make test` runs the suite on two workers (pytest-xdist). Whatever shares
+# `make test` runs the suite on three workers (pytest-xdist). Whatever shares
 # this computer's state runs one test at a time, as in a plain run, in one
 # of two groups that never touch each other's state:
 # - THIS_COMPUTER: the lessons (fixed ports 6443, 8080, 10255..., fixed
@@ -112,10 +112,13 @@ def etcd(etcd_binary, tmp_path_factory):
 #   only its own node's containers.
 # Each group is one xdist scope, so it runs on one worker, one test at a
 # time; the two groups, and everything else (an API server on a free
-# loopback port, plain code), a module at a time, share the two workers.
-# The groups are the longest chains, so they are handed out first. (Three
-# workers took 13 minutes instead of about 18, but two of four runs then
-# failed on a timing-sensitive test: two cores were too few for it.)
+# loopback port, plain code), a module at a time, share the three workers.
+# The groups are the longest chains, so they are handed out first. The
+# two serial chains keep two workers mostly waiting (on Docker, on a
+# lesson's deadline), so a third does the rest meanwhile: 13 minutes
+# instead of about 18 on two cores. Three once flaked (a kubelet's sync
+# race and a controller pod without its configuration, both found under
+# that load and fixed since, issue 35), which is why it had gone back to two.
 # The worker is chosen by file (xdist's scheduler sees test ids, not
 # fixtures), so a test elsewhere that needs Docker is an error naming its file.
 THIS_COMPUTER = ("tests/lessons/", "tests/network/", "tests/test_setup_machine.py",
