@@ -29,7 +29,6 @@ from pathlib import Path
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # for `common`, when run as a script
 
 VERSIONS = tuple(f"1.{minor}" for minor in range(27, 34))
 TIMEOUT = 60                    # seconds any one command may take
