@@ -14,14 +14,10 @@ import argparse
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import requests
 
-# This checkout's `common`, when run as a script (an installed copy may be another's).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from common.pod_summary import summarize  # noqa: E402
+from common.pod_summary import summarize
 
 
 def ready(pod: dict) -> str:

@@ -20,32 +20,28 @@ import threading
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import docker.errors
 
-# This checkout's `common`, when run as a script (an installed copy may be another's).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import pod_config as cfg  # noqa: E402
-from common import addresses, kubeconfig  # noqa: E402
-from common.backoff import Backoff  # noqa: E402
-from common.events import EventRecorder  # noqa: E402
-from common.log import EventLogger, get_logger  # noqa: E402
-from common.times import duration, rfc3339  # noqa: E402
-from common.token_file import TokenFileError, read_token_file  # noqa: E402
-from docker_runtime import ContainerInfo, DockerRuntime  # noqa: E402
-from kubelet_metrics import KubeletMetrics  # noqa: E402
-from lifecycle_hooks import field_path  # noqa: E402
-from manifest_source import FileSource  # noqa: E402
-from pod_actions import ProbeResults, compute_pod_actions, is_sidecar  # noqa: E402
-from pod_network import NETWORK, Kubenet, PodNetworkError  # noqa: E402
-from pod_status import Starting, Waiting, pod_status  # noqa: E402
-from pod_worker import PodWorker, WaitingReasons  # noqa: E402
-from probes import ProbeManager  # noqa: E402
-from security_context import Node  # noqa: E402
-from stats_summary import StatsSummary  # noqa: E402
+import pod_config as cfg
+from common import addresses, kubeconfig
+from common.backoff import Backoff
+from common.events import EventRecorder
+from common.log import EventLogger, get_logger
+from common.times import duration, rfc3339
+from common.token_file import TokenFileError, read_token_file
+from docker_runtime import ContainerInfo, DockerRuntime
+from kubelet_metrics import KubeletMetrics
+from lifecycle_hooks import field_path
+from manifest_source import FileSource
+from pod_actions import ProbeResults, compute_pod_actions, is_sidecar
+from pod_network import NETWORK, Kubenet, PodNetworkError
+from pod_status import Starting, Waiting, pod_status
+from pod_worker import PodWorker, WaitingReasons
+from probes import ProbeManager
+from security_context import Node
+from stats_summary import StatsSummary
 
 
 class Kubelet:

@@ -25,22 +25,19 @@ import signal
 import ssl
 import sys
 import threading
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`, when run as a script
-
-import admission  # noqa: E402
-import authorizers  # noqa: E402
-from abac import PolicyFileError  # noqa: E402
-from app import DEFAULTS, create_app  # noqa: E402
-from file_store import StoreError  # noqa: E402
-from gauntlet import SecurePort  # noqa: E402
-from http_server import APIHTTPServer, Limits, tls_context  # noqa: E402
-from tokens import TokenFileError as TokenAuthFileError  # noqa: E402  (--token-auth-file)
-from common.addresses import this_machines_address  # noqa: E402
-from common.log import get_logger  # noqa: E402
-from common.times import duration  # noqa: E402
-from common.token_file import TokenFileError, read_token_file  # noqa: E402  (--kubelet-client-token-file)
+import admission
+import authorizers
+from abac import PolicyFileError
+from app import DEFAULTS, create_app
+from file_store import StoreError
+from gauntlet import SecurePort
+from http_server import APIHTTPServer, Limits, tls_context
+from tokens import TokenFileError as TokenAuthFileError  # for --token-auth-file
+from common.addresses import this_machines_address
+from common.log import get_logger
+from common.times import duration
+from common.token_file import TokenFileError, read_token_file  # for --kubelet-client-token-file
 
 log = get_logger("apiserver")
 

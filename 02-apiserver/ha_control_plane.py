@@ -36,7 +36,6 @@ from pathlib import Path
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # for `common`, when run as a script
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from etcd_cluster import EtcdCluster, etcd_installed  # noqa: E402

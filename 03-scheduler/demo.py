@@ -1,6 +1,6 @@
 """The main demo (`make demo`) as of chapter 03: the scheduler places pods.
 
-An API server and two kubelets on this machine (02-apiserver/local_cluster.py),
+An API server and two kubelets on this machine (common/local_cluster.py),
 and now the scheduler. Six identical pods are created with no node: the
 scheduler filters, scores, breaks the ties round robin and binds them,
 three to each node, and the kubelets run them. One more pod asks for more
@@ -20,8 +20,7 @@ from pathlib import Path
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "02-apiserver"))
-from local_cluster import Cluster, console, pod  # noqa: E402
+from common.local_cluster import Cluster, console, pod
 
 REPLICAS = 6
 

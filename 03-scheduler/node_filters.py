@@ -4,37 +4,15 @@ name, taints, labels and host ports.
 The reason strings are Kubernetes' own, word for word, so that a
 FailedScheduling message from this scheduler reads like one from a real
 cluster (and searching the web for it finds the right answers).
+
+Whether a toleration covers a taint and whether a node matches a
+nodeSelectorTerm are rules the controllers of chapter 04 apply too: they
+live in common/scheduling.py, and the plugins here apply them.
 """
 from __future__ import annotations
 
+from common.scheduling import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, term_matches, tolerated
 from framework import SKIP, Plugin, default_normalize
-
-NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE = "NoSchedule", "NoExecute", "PreferNoSchedule"
-
-
-# ---------------------------------------------------------------- taints and tolerations
-
-def tolerates(toleration: dict, taint: dict) -> bool:
-    """Does one toleration cover one taint?
-
-    The effect must match (an empty effect in the toleration matches all).
-    Operator Exists matches any value of the key, and with an empty key any
-    taint at all; Equal (the default) needs key and value both equal."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return not key or key == taint.get("key")
-    if operator == "Equal":
-        return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
-    return False
-
-
-def tolerated(tolerations: list[dict], taint: dict) -> bool:
-    return any(tolerates(t, taint) for t in tolerations)
-
 
 # ---------------------------------------------------------------- node conditions
 
@@ -142,39 +120,6 @@ class TaintToleration(Plugin):
 
 
 # ---------------------------------------------------------------- node selector and node affinity
-
-def expression_matches(expression: dict, values_of: dict) -> bool:
-    """One matchExpressions (or matchFields) entry against labels (or fields)."""
-    key, operator = expression.get("key"), expression.get("operator")
-    values = expression.get("values") or []
-    present = key in values_of
-    value = values_of.get(key)
-    if operator == "In":
-        return present and value in values
-    if operator == "NotIn":
-        return not present or value not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt") and present and len(values) == 1:
-        try:
-            have, limit = int(value), int(values[0])
-        except (TypeError, ValueError):
-            return False                    # not a number: never matches, as in Kubernetes
-        return have > limit if operator == "Gt" else have < limit
-    return False
-
-
-def term_matches(term: dict, node) -> bool:
-    """A nodeSelectorTerm: all its expressions must hold. An empty term matches no node."""
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:
-        return False
-    return (all(expression_matches(e, node.labels) for e in expressions)
-            and all(expression_matches(f, {"metadata.name": node.name}) for f in fields))
-
 
 class NodeAffinity(Plugin):
     """Filter: spec.nodeSelector (every label equal) and the required node

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import requests
 
+from common.apiserver_process import APIServer
+from common.times import rfc3339 as now
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "02-apiserver"), str(ROOT / "tests"), str(ROOT / "tests" / "apiserver")]
-from apiserver_harness import APIServer  # noqa: E402
-from common.times import rfc3339 as now  # noqa: E402
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 _REQUEST_LINE = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>[0-9.e+]+)$', re.M)

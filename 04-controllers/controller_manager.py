@@ -19,7 +19,6 @@ from functools import partial
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))   # for `common`, when run as a script
 sys.path.insert(0, str(HERE))
 
 from common import kubeconfig, leader_election  # noqa: E402

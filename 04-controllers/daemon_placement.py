@@ -20,15 +20,12 @@ before, the controller bound the pods itself).
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 from typing import Callable, NamedTuple
 
 # The scheduler's own taint and node-affinity rules, so the controller and
 # the scheduler never disagree about a node (Kubernetes' daemon controller
-# calls the scheduler plugins' helpers for the same reason).
-sys.path.append(str(Path(__file__).resolve().parent.parent / "03-scheduler"))
-from node_filters import NO_EXECUTE, NO_SCHEDULE, term_matches, tolerated  # noqa: E402
+# calls the same helpers, from k8s.io/component-helpers/scheduling).
+from common.scheduling import NO_EXECUTE, NO_SCHEDULE, term_matches, tolerated
 
 REVISION_LABEL = "controller-revision-hash"
 

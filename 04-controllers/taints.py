@@ -14,18 +14,13 @@ elsewhere". Without tolerationSeconds it tolerates the taint forever.
 
 Pure functions of the pod's tolerations, the node's taints and the time,
 so tables test them. Whether a toleration matches a taint is the
-scheduler's own rule (03-scheduler/node_filters.py), imported so that the
+scheduler's own rule, shared through common/scheduling.py so that the
 scheduler and this controller never disagree about a pod.
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
+from common.scheduling import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, tolerates  # noqa: F401
 from pods import parse_time
-
-sys.path.append(str(Path(__file__).resolve().parent.parent / "03-scheduler"))
-from node_filters import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, tolerates  # noqa: E402,F401
 
 # The taints Kubernetes' node lifecycle controller manages (its names, kept).
 NOT_READY = "node.kubernetes.io/not-ready"

@@ -30,7 +30,6 @@ import threading
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))   # for `common`, when run as a script
 sys.path.insert(0, str(HERE))
 
 from common import kubeconfig  # noqa: E402

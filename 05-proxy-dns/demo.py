@@ -32,7 +32,7 @@ import requests
 
 HERE = Path(__file__).resolve().parent
 PRIVATE = Path("/tmp")
-sys.path[:0] = [str(HERE.parent), str(HERE)]
+sys.path.insert(0, str(HERE))
 
 from common.polling import wait_for  # noqa: E402
 from common.your_program import YourProgramExited  # noqa: E402

@@ -31,7 +31,6 @@ from pathlib import Path
 import requests
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent.parent))    # for `common`
 sys.path.insert(0, str(HERE.parent))           # the chapter's modules
 sys.path.insert(0, str(HERE))
 

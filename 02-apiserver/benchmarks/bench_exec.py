@@ -32,9 +32,8 @@ import requests
 import websocket
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from common.polling import wait_for  # noqa: E402 (after the path is set)
-from common.ports import free_port  # noqa: E402
+from common.polling import wait_for
+from common.ports import free_port
 
 NODE = f"bench-exec-{uuid.uuid4().hex[:6]}"
 SIZE = 64 * 1024 * 1024

@@ -27,10 +27,9 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from common.polling import wait_for  # noqa: E402
-from common.ports import free_port  # noqa: E402
-from common.processes import stop_within  # noqa: E402
+from common.polling import wait_for
+from common.ports import free_port
+from common.processes import stop_within
 
 RESOLUTION = 10.0     # the kubelet keeps an answer this long (01-kubelet/stats_summary.py)
 

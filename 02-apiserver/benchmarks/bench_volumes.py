@@ -28,8 +28,7 @@ import docker
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from common.ports import free_port  # noqa: E402 (after the path is set)
+from common.ports import free_port
 
 NODE = "bench-volumes"
 

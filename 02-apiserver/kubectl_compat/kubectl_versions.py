@@ -29,7 +29,6 @@ from pathlib import Path
 
 import requests
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))   # for `common`, when run as a script
 
 VERSIONS = tuple(f"1.{minor}" for minor in range(27, 34))
 TIMEOUT = 60                    # seconds any one command may take
@@ -265,7 +264,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--versions", default=",".join(VERSIONS), help="comma-separated minor versions")
     args = parser.parse_args(argv)
-    from local_cluster import Cluster
+    from common.local_cluster import Cluster
 
     results: dict[str, list[Outcome] | str] = {}
     with Cluster([NODE]) as cluster, tempfile.TemporaryDirectory(prefix="kubectl-matrix-") as tmp:

@@ -25,14 +25,14 @@ import threading
 import time
 from pathlib import Path
 
+import dns.message
+import requests
+
+from common.apiserver_process import APIServer
+from common.polling import wait_for
+from common.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-for path in (ROOT, ROOT / "tests", ROOT / "tests" / "apiserver"):
-    sys.path.insert(0, str(path))
-
-import dns.message  # noqa: E402
-
-from apiserver_harness import APIServer, Client  # noqa: E402
-from polling import free_port, wait_for  # noqa: E402
 
 COREDNS_QPS = 33_000
 
@@ -84,10 +84,9 @@ def main() -> int:
     server = APIServer(work / "data", "--secure-port", "0").start()
     dns_process = None
     try:
-        api = Client(server.url)
         for i in range(100):
-            api.post("/api/v1/namespaces/default/services",
-                     {"metadata": {"name": f"svc-{i}"}, "spec": {"ports": [{"port": 80}]}})
+            requests.post(f"{server.url}/api/v1/namespaces/default/services", timeout=30,
+                          json={"metadata": {"name": f"svc-{i}"}, "spec": {"ports": [{"port": 80}]}})
         port = free_port()
         log = open(work / "dns.log", "w")
         dns_process = subprocess.Popen([sys.executable, str(ROOT / "05-proxy-dns" / "cluster_dns.py"),

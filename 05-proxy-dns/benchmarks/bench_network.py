@@ -31,8 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-for path in (ROOT, ROOT / "05-proxy-dns"):
-    sys.path.insert(0, str(path))
+sys.path.insert(0, str(ROOT / "05-proxy-dns"))   # the chapter's modules
 
 from machines import Machines  # noqa: E402
 from common.polling import wait_for  # noqa: E402

@@ -1,4 +1,6 @@
-"""A real apiserver.py process over a temporary data directory, and a small client.
+"""A real apiserver.py process over a temporary data directory
+(common/apiserver_process.py, which the chapters' benchmarks use too), the
+stores to run it on, and a small client.
 
 Tests talk to it over loopback HTTP, as kubectl does. The client returns
 `requests` responses untouched, so a test can check codes, headers and
@@ -7,7 +9,6 @@ Status bodies.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -15,56 +16,9 @@ from pathlib import Path
 
 import requests
 
-from polling import free_port, wait_for
-from common.processes import stop_within
+from common.apiserver_process import APISERVER, APIServer  # noqa: F401 (re-exported to the tests)
 
 ROOT = Path(__file__).resolve().parents[2]
-APISERVER = ROOT / "02-apiserver" / "apiserver.py"
-
-
-class APIServer:
-    def __init__(self, data_dir: Path, *extra: str, port: int | None = None):
-        self.data_dir = Path(data_dir)
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.extra = list(extra)
-        self.log_path = self.data_dir.parent / f"apiserver-{self.port}.log"
-        self.process: subprocess.Popen | None = None
-
-    def start(self, wait: bool = True) -> "APIServer":
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [sys.executable, str(APISERVER), "--data-dir", str(self.data_dir), "--port", str(self.port), *self.extra],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        log.close()
-        if wait:
-            self.wait_ready()
-        return self
-
-    def wait_ready(self) -> None:
-        """Until /readyz answers 200; an exit on the way fails with the server's log."""
-        wait_for(self._ready, timeout=30, what=f"the API server on {self.url} (log: {self.log_path})")
-
-    def _ready(self) -> bool:
-        if self.process.poll() is not None:
-            raise AssertionError(f"the API server exited with {self.process.returncode}:\n{self.log()}")
-        try:
-            return requests.get(self.url + "/readyz", timeout=1).status_code == 200
-        except requests.ConnectionError:
-            return False
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            stop_within(self.process, 10)
-
-    def kill(self) -> None:
-        """SIGKILL: no clean-up, no flush, as a power cut would."""
-        if self.process and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
 
 
 class Backend:
