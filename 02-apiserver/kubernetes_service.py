@@ -9,11 +9,9 @@ secure port is on, naming this server's address.
 """
 from __future__ import annotations
 
-import objects
 import registry
-from common.defaults import apply_defaults
 from common.log import get_logger
-from post_start import create_if_missing
+from post_start import create_default
 
 log = get_logger("apiserver")
 SERVICES = registry.for_kind("", "Service")
@@ -36,7 +34,7 @@ def _ensure_service(store, cluster_ip: str, port: int) -> None:
                "spec": {"type": "ClusterIP", "sessionAffinity": "None", "clusterIP": cluster_ip,
                         "clusterIPs": [cluster_ip], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack",
                         "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}}
-    if _create(store, SERVICES, "Service", service) is None:
+    if create_default(store, SERVICES, service) is None:
         log.info("service created", obj="default/kubernetes", clusterIP=cluster_ip)
 
 
@@ -48,15 +46,7 @@ def _ensure_endpoints(store, address: str, port: int) -> None:
         endpoints = {"apiVersion": "v1", "kind": "Endpoints",
                      "metadata": {"name": "kubernetes", "namespace": "default", "labels": dict(LABELS)},
                      "subsets": subsets}
-        current = _create(store, ENDPOINTS, "Endpoints", endpoints)   # another server's, if it was first
+        current = create_default(store, ENDPOINTS, endpoints)   # another server's, if it was first
     if current is not None and current.get("subsets") != subsets:
         # The store re-reads and runs this again if another server writes in between.
         store.update(ENDPOINTS, "default", "kubernetes", lambda old: {**old, "subsets": subsets})
-
-
-def _create(store, resource, kind: str, obj: dict) -> dict | None:
-    """None once created; what another API server made first, if it did."""
-    objects.prepare_for_create(obj, resource)
-    obj = apply_defaults("", kind, obj)
-    objects.finish_create(obj, resource)
-    return create_if_missing(store, resource, obj)

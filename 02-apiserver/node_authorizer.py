@@ -23,6 +23,7 @@ import registry
 import rbac
 from abac import Attributes
 from rbac import PolicyRule
+from common.lenient import as_dict, as_list
 
 NODE_GROUP = "system:nodes"
 NODE_PREFIX = "system:node:"
@@ -48,24 +49,24 @@ CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
 def referenced(pod: dict, kind: str) -> set[str]:
     """Names of the Secrets or ConfigMaps (kind "secret" / "configMap") a pod
     uses: Kubernetes' VisitPodSecretNames and VisitPodConfigmapNames."""
-    spec = _dict(pod.get("spec"))
+    spec = as_dict(pod.get("spec"))
     names = set()
-    for volume in _list(spec.get("volumes")):
-        volume = _dict(volume)
-        names.add(_dict(volume.get(kind)).get("secretName" if kind == "secret" else "name"))
-        for source in _list(_dict(volume.get("projected")).get("sources")):
-            names.add(_dict(_dict(source).get(kind)).get("name"))
+    for volume in as_list(spec.get("volumes")):
+        volume = as_dict(volume)
+        names.add(as_dict(volume.get(kind)).get("secretName" if kind == "secret" else "name"))
+        for source in as_list(as_dict(volume.get("projected")).get("sources")):
+            names.add(as_dict(as_dict(source).get(kind)).get("name"))
         if kind == "secret":
             names.update(_secret_of_volume_plugin(volume))
     for field in CONTAINER_FIELDS:
-        for container in _list(spec.get(field)):
-            container = _dict(container)
-            for env in _list(container.get("env")):
-                names.add(_dict(_dict(_dict(env).get("valueFrom")).get(f"{kind}KeyRef")).get("name"))
-            for source in _list(container.get("envFrom")):
-                names.add(_dict(_dict(source).get(f"{kind}Ref")).get("name"))
+        for container in as_list(spec.get(field)):
+            container = as_dict(container)
+            for env in as_list(container.get("env")):
+                names.add(as_dict(as_dict(as_dict(env).get("valueFrom")).get(f"{kind}KeyRef")).get("name"))
+            for source in as_list(container.get("envFrom")):
+                names.add(as_dict(as_dict(source).get(f"{kind}Ref")).get("name"))
     if kind == "secret":
-        names.update(_dict(ref).get("name") for ref in _list(spec.get("imagePullSecrets")))
+        names.update(as_dict(ref).get("name") for ref in as_list(spec.get("imagePullSecrets")))
     return {name for name in names if name and isinstance(name, str)}     # "" names nothing
 
 
@@ -74,18 +75,9 @@ def _secret_of_volume_plugin(volume: dict) -> list:
     password, a CSI driver's credentials): the kubelet reads it too."""
     found = []
     for plugin, field in SECRET_VOLUME_REFS.items():
-        ref = _dict(volume.get(plugin)).get(field)
-        found.append(ref if isinstance(ref, str) else _dict(ref).get("name"))
+        ref = as_dict(volume.get(plugin)).get(field)
+        found.append(ref if isinstance(ref, str) else as_dict(ref).get("name"))
     return found
-
-
-def _dict(value) -> dict:
-    """The value if it is an object; else {}: validation reports a wrong shape, this only looks."""
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value) -> list:
-    return value if isinstance(value, list) else []
 
 
 class NodeAuthorizer:

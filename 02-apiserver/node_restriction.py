@@ -39,6 +39,7 @@ from __future__ import annotations
 from flask import g
 
 import api_errors
+from common.lenient import as_dict, as_list
 from node_authorizer import node_name, referenced
 
 MIRROR = "kubernetes.io/config.mirror"
@@ -91,7 +92,7 @@ def admit_delete(server, obj: dict, resource) -> None:
 def _admit_mirror_pod(info, node: str, pod: dict) -> None:
     """A kubelet creates pods only to show its static pods: bound to itself,
     and naming no object the Node authorizer would then let it read."""
-    name, spec = pod["metadata"].get("name", ""), pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    name, spec = pod["metadata"].get("name", ""), as_dict(pod.get("spec"))
     if MIRROR not in (pod["metadata"].get("annotations") or {}):
         raise _forbidden(info, name, f'pod does not have "{MIRROR}" annotation, node "{node}" can '
                          "only create mirror pods")
@@ -104,8 +105,7 @@ def _admit_mirror_pod(info, node: str, pod: dict) -> None:
         raise _forbidden(info, name, f'node "{node}" can not create pods that reference secrets')
     if referenced(pod, "configMap"):
         raise _forbidden(info, name, f'node "{node}" can not create pods that reference configmaps')
-    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
-    if any(isinstance(volume, dict) and volume.get("persistentVolumeClaim") is not None for volume in volumes):
+    if any(as_dict(volume).get("persistentVolumeClaim") is not None for volume in as_list(spec.get("volumes"))):
         raise _forbidden(info, name, f'node "{node}" can not create pods that reference persistentvolumeclaims')
 # [END node-restriction-pods]
 
@@ -164,14 +164,12 @@ def _is_kubelet_label(key: str) -> bool:
 
 
 def _labels(obj: dict) -> dict:
-    labels = obj["metadata"].get("labels")
-    return labels if isinstance(labels, dict) else {}
+    return as_dict(obj["metadata"].get("labels"))
 
 
 def _taints(obj: dict) -> list:
     """A Node's taints; none and an empty list are the same (Kubernetes' semantic equality)."""
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-    return spec.get("taints") or []
+    return as_dict(obj.get("spec")).get("taints") or []
 
 
 def admit_token_request(info, ref, get_pod) -> None:

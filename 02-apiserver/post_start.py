@@ -32,12 +32,20 @@ def create_if_missing(store, resource, obj: dict) -> dict | None:
     return store.get(resource, meta.get("namespace", ""), meta["name"])
 
 
+def create_default(store, resource, obj: dict) -> dict | None:
+    """A default object, made as a client's create would make it (uid,
+    creation time, defaults such as a Namespace's metadata.name label),
+    unless one of its name is there: then that one (create_if_missing)."""
+    objects.prepare_for_create(obj, resource)
+    obj = apply_defaults(resource.group, resource.kind, obj)
+    objects.finish_create(obj, resource)
+    return create_if_missing(store, resource, obj)
+
+
 def ensure_system_namespaces(store) -> None:
     """default, kube-system, kube-public, kube-node-lease exist from the start."""
     namespaces = admission.NAMESPACES
     for name in admission.SYSTEM_NAMESPACES:
         if store.get(namespaces, "", name) is None:
-            obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
-                   "spec": {"finalizers": [admission.NAMESPACE_FINALIZER]}}
-            objects.prepare_for_create(obj, namespaces)
-            create_if_missing(store, namespaces, apply_defaults("", "Namespace", obj))   # the metadata.name label
+            create_default(store, namespaces, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name},
+                                               "spec": {"finalizers": [admission.NAMESPACE_FINALIZER]}})

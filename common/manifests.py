@@ -203,11 +203,12 @@ def load_manifest_text(text: str | bytes, filename: str, max_bytes: int = MAX_BY
                             "(is this a binary file?)")
     text = text.removeprefix("\ufeff")
     looks_like_json = text.lstrip()[:1] in ("{", "[")
-    is_json = looks_like_json and _is_json(text, filename)
+    if looks_like_json and filename.endswith(".json"):
+        _is_json(text, filename)          # a .json file is held to JSON's rules first
     try:
         return _load_yaml(text, filename, looks_like_json, max_bytes)
     except (yaml.MarkedYAMLError, yaml.reader.ReaderError) as err:
-        if not is_json:
+        if not (looks_like_json and _is_json(text, filename)):
             raise _yaml_error(err, filename, text) from None
     # YAML refuses some valid JSON (tabs used as indentation, for one).
     # json.loads reads it, without line numbers.
