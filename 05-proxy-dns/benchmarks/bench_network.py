@@ -74,7 +74,7 @@ PAUSE_FILTER = "label=io.kubernetes.container.name=POD"
 # then the chains removed again.
 FULL_SYNC = textwrap.dedent("""
     import json, sys, time
-    sys.path[:0] = [sys.argv[1], sys.argv[2]]
+    sys.path.insert(0, sys.argv[1])   # the chapter's folder (common/ comes from the venv)
     import iptables_proxy
     from proxy import Shape
     times = {}
@@ -232,7 +232,7 @@ def main() -> int:
         joins = join_times(cluster, args.runs)
         programming = programming_latency(cluster, 100)
         full_sync = json.loads(cluster.machines.run("node1", sys.executable, "-c", FULL_SYNC,
-                                                    str(ROOT / "05-proxy-dns"), str(ROOT), timeout=300).stdout)
+                                                    str(ROOT / "05-proxy-dns"), timeout=300).stdout)
     finally:
         if cluster is not None:
             cluster.tear_down()
