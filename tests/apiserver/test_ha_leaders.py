@@ -57,7 +57,9 @@ def test_the_standby_scheduler_takes_the_lease_and_binds_the_next_pod(plane):
     assert api.post(PODS, pod).status_code == 201
     wait_for(lambda: api.get(f"{PODS}/after-handover").json()["spec"].get("nodeName") == "ha-node",
              timeout=20, what="the pod bound by the new leader")
-    assert ": bound node=ha-node" in (directory / "scheduler2.log").read_text()
+    # The binding is written before the scheduler logs it: the line may lag the API by a moment.
+    wait_for(lambda: "default/after-handover: bound node=ha-node" in (directory / "scheduler2.log").read_text(),
+             timeout=10, what="scheduler2 logging that it bound the pod")
 
 
 def test_the_standby_controller_manager_takes_the_lease_and_runs_the_controllers(plane):
