@@ -119,6 +119,7 @@ def make_targets() -> dict[str, str]:
 # -- the tests ----------------------------------------------------------------
 
 CHAPTER_PAGES = sorted(ROOT.glob("[0-9][0-9]-*/*.md"))
+CHAPTER_READMES = sorted(ROOT.glob("[0-9][0-9]-*/README.md"))
 
 
 @pytest.mark.parametrize("page", CHAPTER_PAGES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -198,3 +199,34 @@ def test_every_file_and_flag_a_command_names_exists():
             wrong += [f"{program[1]} has no {flag}" for flag in re.findall(r"(--[\w-]+)", program[2])
                       if f'"{flag}"' not in source]
     assert not wrong, "WORKSHOP.md: " + "; ".join(wrong)
+
+
+FRACTIONS = {"": 0, "¼": 0.25, "½": 0.5, "¾": 0.75}
+
+
+def _hours(text: str) -> float:
+    whole, fraction = re.fullmatch(r"(\d*)([¼½¾]?)", text).groups()
+    return int(whole or 0) + FRACTIONS[fraction]
+
+
+def _block_minutes(day: str) -> dict[int, int]:
+    """Block number -> its minutes, in the day whose heading starts with `day`."""
+    body = next(text for title, text in DAYS.items() if title.startswith(day))
+    return {int(n): (int(h2) * 60 + int(m2)) - (int(h1) * 60 + int(m1))
+            for h1, m1, h2, m2, n in re.findall(r"^### (\d\d):(\d\d)-(\d\d):(\d\d) · (\d+)\.", body, re.M)}
+
+
+ESTIMATE_ROW = re.compile(r"^\| \[[^\]]+\]\((\d\d-[\w-]+/README\.md)#build-it-yourself\) \| (.+?) hours \| (.*) \|$", re.M)
+
+
+def test_the_builds_time_is_the_chapters_estimate_and_the_blocks_length():
+    rows = ESTIMATE_ROW.findall(TEXT)
+    assert len(rows) == len(CHAPTER_READMES), "the instructor notes give each chapter's build a row"
+    for readme, estimate, blocks in rows:
+        prose = " ".join((ROOT / readme).read_text().split())
+        assert f"expect {estimate} hours" in prose, f"{readme} no longer says 'expect {estimate} hours'"
+        for day, first, last, hours in re.findall(r"(Day \d|One day), blocks (\d)-(\d): ([\d¼½¾]+) hours", blocks):
+            minutes = _block_minutes(day)
+            total = sum(minutes[n] for n in range(int(first), int(last) + 1))
+            assert total == _hours(hours) * 60, f"{day}, blocks {first}-{last} are {total} minutes, not {hours} hours"
+
