@@ -105,12 +105,13 @@ def _lines(paths) -> int:
 
 
 def _build_it_table(readme: Path) -> list[Path]:
-    """The modules the chapter's `## Build it` table lists, in its first column."""
+    """The modules the first table of the chapter's `## Build it` lists, in its first column."""
     section = readme.read_text().split("\n## Build it\n", 1)[1].split("\n## ", 1)[0]
-    return [readme.parent / name for name in re.findall(r"^\| `([\w/]+\.py)`", section, re.M)]
+    table = next(block for block in section.split("\n\n") if block.strip().startswith("|"))
+    return [readme.parent / name for name in re.findall(r"^\| `([\w/]+\.py)`", table, re.M)]
 
 
-def _stage_counts() -> dict[str, int]:
+def stage_counts() -> dict[str, int]:
     """Chapter number -> how many stages grade its starter (tests/stages/run.py's CHAPTERS)."""
     chapters = re.findall(r'"(\d\d)": \("[^"]*", "(\w+)"', (STAGES / "run.py").read_text())
     return {number: len(re.findall(r"^\s+Stage\(\d+,", (STAGES / f"{module}.py").read_text(), re.M))
@@ -145,7 +146,7 @@ def test_the_number_of_parts_a_readme_states_is_true(readme):
 
 @pytest.mark.parametrize("readme", READMES, ids=lambda r: r.parent.name)
 def test_the_stages_a_readme_counts_are_its_stages(readme):
-    stages = _stage_counts()[readme.parent.name[:2]]
+    stages = stage_counts()[readme.parent.name[:2]]
     text = _prose(readme)
     stated = (re.findall(r"\b(\w+) stages grade it\b", text) + re.findall(r"\bAll (\w+) (?:stages )?take\b", text)
               + re.findall(r"\bOnce stage (\d+) passes\b", text))
@@ -204,3 +205,13 @@ def test_chapter_04_counts_its_controllers_truly():
     table = next(node.value for node in manager.body if isinstance(node, ast.Assign)
                  and any(getattr(t, "id", None) == "CONTROLLERS" for t in node.targets))
     assert _number(stated[1]) == len(table.keys), f"it says {stated[1]}; the controller manager has {len(table.keys)}"
+
+
+def test_chapter_02_counts_the_core_modules_part_1_quotes():
+    readme = ROOT / "02-apiserver" / "README.md"
+    stated = re.search(r"it quotes the heart of (\w+) of them", _prose(readme))
+    assert stated, "chapter 02 no longer counts the core modules part 1 quotes"
+    core = {path.name for path in _build_it_table(readme)}
+    quoted = set(re.findall(r"<!-- snippet: 02-apiserver/([\w.]+\.py)#", (readme.parent / "lesson-1-store-rest-watch.md").read_text()))
+    assert _number(stated[1]) == len(core & quoted), \
+        f"it says {stated[1]}; part 1 quotes {len(core & quoted)} of the core's modules: {sorted(core & quoted)}"

@@ -230,3 +230,17 @@ def test_the_builds_time_is_the_chapters_estimate_and_the_blocks_length():
             total = sum(minutes[n] for n in range(int(first), int(last) + 1))
             assert total == _hours(hours) * 60, f"{day}, blocks {first}-{last} are {total} minutes, not {hours} hours"
 
+
+
+def test_the_stage_counts_it_prints_are_the_chapters():
+    """`all 9 stages pass`, `5 of 9 stages pass`: what make stage-NN prints
+    today, for the chapter the bullet names."""
+    from test_lesson_parts import stage_counts
+    counts, wrong = stage_counts(), []
+    for day in DAYS.values():
+        for bullet in bullets(day, "Checkpoint"):
+            chapters = set(re.findall(r"make stage-(\d\d)", bullet))
+            for total in re.findall(r"all (\d+) stages pass|\d+ of (\d+) stages pass", bullet):
+                stated = int(total[0] or total[1])
+                wrong += [f"stage-{c}: says {stated}, has {counts[c]}" for c in chapters if counts[c] != stated]
+    assert not wrong, "WORKSHOP.md: " + "; ".join(wrong)
