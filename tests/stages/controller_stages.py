@@ -193,16 +193,19 @@ def stage_active(ctx: WithAPIServer) -> None:
     create_replicaset(ctx, "web", 3, nodeName="node1")
     ctx.start_mine()
     pods = wait_for_pods(ctx, "web", 3, why="spec.replicas is 3")
-    failed, stopping = pods[0]["metadata"]["name"], pods[1]["metadata"]["name"]
+    failed, done, stopping = (pod["metadata"]["name"] for pod in pods)
     set_pod_status(ctx, pods[0], {"phase": "Failed", "reason": "Evicted"})
     wait_for_pods(ctx, "web", 3, why=f"a new pod beside {failed}, whose status.phase is Failed (evicted): "
                                      "a finished pod does not count")
+    set_pod_status(ctx, pods[1], {"phase": "Succeeded"})
+    wait_for_pods(ctx, "web", 3, why=f"a new pod beside {done}, whose status.phase is Succeeded (its containers "
+                                     "exited 0): finished well is finished too")
     assert ctx.api.delete(f"{PODS_PATH}/{stopping}").status_code == 200
     if not ctx.api.get(f"{PODS_PATH}/{stopping}").json()["metadata"].get("deletionTimestamp"):
         raise AssertionError("the API server deleted a pod on a node at once")
     wait_for_pods(ctx, "web", 3, why=f"a new pod beside {stopping}, which is being deleted "
                                      "(metadata.deletionTimestamp): a pod on its way out does not count")
-    then_no_more(ctx, "web", 3, "3 active, beside one Failed and one being deleted")
+    then_no_more(ctx, "web", 3, "3 active, beside one Failed, one Succeeded and one being deleted")
 
 
 def owner_of(ctx: WithAPIServer, pod: str) -> str | None:

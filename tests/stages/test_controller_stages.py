@@ -69,6 +69,7 @@ MISTAKES = [
      "is_ready(pod)))[:count]",
      "return sorted(pods, key=lambda pod: not is_ready(pod))[:count]"),
     (4, "counts pods being deleted", 'and not pod["metadata"].get("deletionTimestamp")', ""),
+    (4, "counts a Succeeded pod", 'phase not in ("Succeeded", "Failed")', 'phase != "Failed"'),
     (5, "never releases",
      'self.set_owners(pod, [ref for ref in refs if ref.get("uid") != rs["metadata"]["uid"]])', "ours.append(pod)"),
 ]
