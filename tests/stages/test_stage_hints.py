@@ -85,3 +85,22 @@ def test_the_linked_section_states_what_the_stage_grades(stage):
     text = section_text(stage.hint)
     missing = [term for term in stage.terms if term not in text]
     assert not missing, f"stage {stage.number} ({stage.title}): {stage.hint} never says {missing}"
+
+
+# A chapter's table of stages: "| N | what it checks | [section](page#anchor) |".
+STAGE_ROW = re.compile(r"^\| (\d+) \| .* \| \[([^\]]+)\]\(([^)#]*)(?:#[^)]*)?\) \|$", re.M)
+
+
+@pytest.mark.parametrize("module", STAGE_MODULES, ids=lambda m: m.__name__)
+def test_the_chapters_table_of_stages_links_what_each_stage_hints(module):
+    """The learner reads the table before running a stage, and the hint
+    after one fails: both send to the same section."""
+    chapter = ROOT / module.STAGES[0].hint.page.split("/")[0]
+    rows = {}
+    for page in chapter.glob("*.md"):
+        for number, section, target in STAGE_ROW.findall(page.read_text()):
+            rows[int(number)] = (section, (page.parent / (target or page.name)).resolve())
+    assert set(rows) == {stage.number for stage in module.STAGES}, f"{chapter.name}'s table lists stages {sorted(rows)}"
+    for stage in module.STAGES:
+        assert rows[stage.number] == (stage.hint.section, (ROOT / stage.hint.page).resolve()), \
+            f"{chapter.name}'s table sends stage {stage.number} to {rows[stage.number][0]!r}; its hint is {stage.hint}"
