@@ -199,7 +199,7 @@ def test_chapter_02_states_the_gauntlet_s_length_truly():
 
 
 def test_chapter_04_counts_its_controllers_truly():
-    stated = re.search(r"we have the (\w+) this cluster needs", _prose(ROOT / "04-controllers" / "README.md"))
+    stated = re.search(r"ours starts the (\w+) this cluster needs", _prose(ROOT / "04-controllers" / "README.md"))
     assert stated, "chapter 04 no longer counts its controllers"
     manager = ast.parse((ROOT / "04-controllers" / "controller_manager.py").read_text())
     table = next(node.value for node in manager.body if isinstance(node, ast.Assign)
