@@ -244,3 +244,25 @@ def test_the_stage_counts_it_prints_are_the_chapters():
                 stated = int(total[0] or total[1])
                 wrong += [f"stage-{c}: says {stated}, has {counts[c]}" for c in chapters if counts[c] != stated]
     assert not wrong, "WORKSHOP.md: " + "; ".join(wrong)
+
+
+def _stage_sections(readme: Path) -> set[str]:
+    """The sections a chapter's table of stages sends the learner to, as WORKSHOP.md links them."""
+    table = re.search(r"^\| stage \| what it checks \| read \|\n(.*?)\n\n", readme.read_text(), re.M | re.S)
+    assert table, f"{readme.relative_to(ROOT)} has no table of stages"
+    chapter = readme.parent.relative_to(ROOT)
+    return {(f"{chapter}/{link}" if not link.startswith("#") else f"{chapter}/README.md{link}")
+            for link in relative_links(table[1])}
+
+
+@pytest.mark.parametrize("day", sorted(DAYS))
+def test_a_day_that_builds_a_chapter_reads_what_its_stages_grade(day):
+    """The section a stage's failure names is one the day has already sent
+    the learner to (by itself, or with its whole page)."""
+    body = DAYS[day]
+    read = {link for bullet in bullets(body, "Read") for link in relative_links(bullet)}
+    built = set(re.findall(r"make stage-(\d\d)", "".join(bullets(body, "Checkpoint"))))
+    for readme in CHAPTER_READMES:
+        if readme.parent.name[:2] in built:
+            missing = {link for link in _stage_sections(readme) - read if link.partition("#")[0] not in read}
+            assert not missing, f"{day} builds {readme.parent.name} but does not read {sorted(missing)}"
