@@ -6,8 +6,8 @@
 Run it on every machine before the cluster chapters (02 part 5 on): on the
 master before its API server starts, on each node once it has. Each line
 says what was checked (✓), what is wrong and the command that fixes it
-(✗), or what works but will surprise (!). Exit code 0 only when nothing
-is wrong. Without ROLE, a machine named `master` is the master and one
+(✗), what works but will surprise (!), or what could not be checked
+because of an earlier line (-). Exit code 0 only when nothing is wrong. Without ROLE, a machine named `master` is the master and one
 named like a node in NODES is that node.
 
 Standard library only: the virtualenv is one of the things it checks, so
@@ -160,6 +160,11 @@ def probe(host: str, port: int) -> str:
 
 
 def kubelet_ports(machine: Machine) -> list[Finding]:
+    """Each node's kubelet ports, from here. Before the kubelets run nothing
+    listens there, and a refusal still shows the node reachable (its kernel
+    answered); silence is a firewall dropping the packets. One that rejects
+    them instead looks like a refusal: this catches the dropping kind (a
+    cloud's security group, ufw's default)."""
     findings = []
     for node in machine.nodes:
         item = f"{node}'s kubelet ports"

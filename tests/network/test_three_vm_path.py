@@ -14,7 +14,6 @@ unless GROUNDUP_REQUIRE_DOCKER=1 (CI), where it fails.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -23,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from machines import Machines, missing_requirements
-from network_harness import PY, ROOT, Cluster, free_subnet, ready, require
+from machines import Machines
+from network_harness import PY, ROOT, Cluster, own_machines, ready
 from polling import wait_for
 
 LESSON = ROOT / "05-proxy-dns" / "lesson-1-the-pod-network.md"
@@ -46,15 +45,8 @@ def lesson_commands(machine: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def machines(docker_client):
-    problem = missing_requirements()
-    require(problem is None, f"the machines are network namespaces: {problem}")
-    made = Machines(prefix=f"gv{os.getpid() % 10000:04d}", subnet=free_subnet(),
-                    names=("master", "node1", "node2"), hostnames=HOSTNAMES)
-    try:
-        made.up()
+    with own_machines("gv", ("master", "node1", "node2"), HOSTNAMES) as made:
         yield made
-    finally:
-        made.down()
 
 
 @pytest.fixture(scope="module")
