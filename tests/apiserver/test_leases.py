@@ -174,7 +174,7 @@ def test_the_kubelets_node_lease_renews_without_reading_and_recovers_from_a_conf
     from common.client import APIClient
     from common.kubeconfig import Connection
     from common.log import get_logger
-    from node_registration import LEASE_NAMESPACE, NodeLease
+    from apiserver_join.node_registration import LEASE_NAMESPACE, NodeLease
 
     name = unique("node")
     path = LEASES.format(LEASE_NAMESPACE) + f"/{name}"
