@@ -518,8 +518,9 @@ def default_root_dir(node_name: str) -> str:
 
 # --- what the flags add ---------------------------------------------------------
 # Each later chapter's part of the kubelet lives in a folder of its own and
-# is imported here only when a flag asks for it: alone, with --manifests,
-# the kubelet runs without any of them.
+# is imported here only when a flag asks for it. Alone, with --manifests,
+# the kubelet loads only stats/, for its read-only port's /metrics (and
+# with --read-only-port 0 not even that).
 
 def measure_node(kubelet: Kubelet, reserved: tuple[dict, dict]) -> None:
     """The node's allocatable, which the downward API gives a container for
