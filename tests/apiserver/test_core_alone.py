@@ -1,0 +1,155 @@
+"""Chapter 02's core runs alone: `apiserver.py --no-kubectl-compat`.
+
+The same real server process, once with kubectl_compat/ plugged into the
+core's hooks (as it always runs) and once without it, over real HTTP: a
+plain client (requests, and the official Python client) gets the same
+JSON either way; what only kubectl needs is there with the layer and
+answered as Kubernetes answers what a server does not serve without it
+(415 for a PATCH type, 406 for an Accept, 404 for discovery).
+"""
+from __future__ import annotations
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from apiserver_harness import APIServer, Client, pod, unique, watch_lines
+
+ALONE, WITH_KUBECTL = "core alone", "with kubectl_compat"
+STRATEGIC = "application/strategic-merge-patch+json"
+
+
+@pytest.fixture(scope="module", params=[ALONE, WITH_KUBECTL])
+def server(request, tmp_path_factory):
+    flags = ["--no-kubectl-compat"] if request.param == ALONE else []
+    process = APIServer(tmp_path_factory.mktemp("core-alone") / "data", *flags).start()
+    process.mode = request.param
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def api(server) -> Client:
+    """This module's server, for conftest's `namespace` fixture too."""
+    return Client(server.url)
+
+
+# ----- the same either way -----
+
+def test_create_get_list_replace_and_delete_as_json(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    created = api.post(path, {"metadata": {"name": "c", "labels": {"app": "a"}}, "data": {"v": "1"}})
+    assert created.status_code == 201 and created.headers["Content-Type"] == "application/json"
+    got = api.get(f"{path}/c").json()
+    assert got["data"] == {"v": "1"} and got["metadata"]["uid"] == created.json()["metadata"]["uid"]
+    listed = api.get(path, params={"labelSelector": "app=a"}).json()
+    assert listed["kind"] == "ConfigMapList" and [o["metadata"]["name"] for o in listed["items"]] == ["c"]
+    stale = {**got, "data": {"v": "2"}, "metadata": {**got["metadata"], "resourceVersion": "1"}}
+    assert api.put(f"{path}/c", stale).status_code == 409            # optimistic concurrency
+    assert api.put(f"{path}/c", {**got, "data": {"v": "2"}}).json()["data"] == {"v": "2"}
+    assert api.delete(f"{path}/c").status_code == 200
+    assert api.get(f"{path}/c").status_code == 404
+
+
+def test_a_json_merge_patch_is_the_cores_own(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "c"}, "data": {"keep": "1", "drop": "2"}})
+    patched = api.patch(f"{path}/c", {"data": {"drop": None, "new": "3"}})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["data"] == {"keep": "1", "new": "3"}
+    assert api.patch(f"{path}/c", b"[1, 2]").status_code == 400
+
+
+def test_a_watch_streams_json_events(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    start = api.get(path).json()["metadata"]["resourceVersion"]
+    api.post(path, {"metadata": {"name": "w"}, "data": {"v": "1"}})
+    api.patch(f"{path}/w", {"data": {"v": "2"}})
+    api.delete(f"{path}/w")
+    response = api.get(path, params={"watch": "true", "resourceVersion": start, "timeoutSeconds": "10"},
+                       stream=True)
+    events = []
+    for event in watch_lines(response):
+        events.append((event["type"], event["object"]["data"]["v"]))
+        if len(events) == 3:
+            break
+    response.close()
+    assert events == [("ADDED", "1"), ("MODIFIED", "2"), ("DELETED", "2")]
+
+
+def test_validation_and_defaults_are_the_cores(api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    refused = api.post(path, {"metadata": {"name": "bad"}, "spec": {"containers": []}})
+    assert refused.status_code == 422 and refused.json()["reason"] == "Invalid"
+    created = api.post(path, pod("web")).json()
+    assert created["spec"]["restartPolicy"] == "Always"               # common/defaults.py
+
+
+def test_the_python_client_reads_and_writes_as_json(server, namespace):
+    config = client.Configuration()
+    config.host = server.url
+    with client.ApiClient(config) as api_client:
+        core = client.CoreV1Api(api_client)
+        core.create_namespaced_config_map(namespace, {"metadata": {"name": "py"}, "data": {"v": "1"}})
+        assert [c.metadata.name for c in core.list_namespaced_config_map(namespace).items] == ["py"]
+        patched = core.patch_namespaced_config_map("py", namespace, {"data": {"v": "2"}},
+                                                   _content_type="application/merge-patch+json")
+        assert patched.data == {"v": "2"}
+        if server.mode == ALONE:
+            # The client's default for a dict is a strategic merge patch, which needs
+            # the kind's schema: as for a custom kind in Kubernetes, 415.
+            with pytest.raises(ApiException) as refused:
+                core.patch_namespaced_config_map("py", namespace, {"data": {"v": "3"}})
+            assert refused.value.status == 415
+        core.delete_namespaced_config_map("py", namespace)
+        assert core.list_namespaced_config_map(namespace).items == []
+
+
+def test_services_and_custom_kinds_plug_in_either_way(api):
+    """extensions/ registers into the same hooks, with or without kubectl_compat."""
+    kubernetes = api.get("/api/v1/namespaces/default/services/kubernetes").json()
+    assert kubernetes["spec"]["clusterIP"] == "10.96.0.1"
+    name = unique("svc")
+    created = api.post("/api/v1/namespaces/default/services",
+                       {"metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}}).json()
+    assert created["spec"]["clusterIP"].startswith("10.")
+    api.delete(f"/api/v1/namespaces/default/services/{name}")
+
+
+# ----- what only kubectl needs: there with the layer, refused as Kubernetes refuses without it -----
+
+def test_a_patch_type_nobody_registered_is_415(server, api, namespace):
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "c"}, "data": {"v": "1"}})
+    patched = api.patch(f"{path}/c", {"data": {"v": "2"}}, content_type=STRATEGIC)
+    if server.mode == ALONE:
+        assert patched.status_code == 415 and patched.json()["reason"] == "UnsupportedMediaType"
+        assert "application/merge-patch+json" in patched.json()["message"]
+    else:
+        assert patched.status_code == 200 and patched.json()["data"] == {"v": "2"}
+
+
+@pytest.mark.parametrize("accept", ["application/vnd.kubernetes.protobuf", "application/yaml"])
+def test_an_accept_without_json(server, api, namespace, accept):
+    reply = api.get(f"/api/v1/namespaces/{namespace}/configmaps", headers={"Accept": accept})
+    if server.mode == ALONE:
+        assert reply.status_code == 406 and reply.json()["reason"] == "NotAcceptable"
+    else:
+        # Protobuf is answered as JSON (client-go reads it); YAML as YAML.
+        assert reply.status_code == 200
+        assert reply.headers["Content-Type"] == ("application/yaml" if accept.endswith("yaml") else "application/json")
+
+
+def test_kubectls_table_is_asked_for_and_json_comes_when_none_is_registered(server, api, namespace):
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    reply = api.get(f"/api/v1/namespaces/{namespace}/configmaps", headers={"Accept": accept}).json()
+    assert reply["kind"] == ("ConfigMapList" if server.mode == ALONE else "Table")
+
+
+def test_discovery_openapi_and_field_selectors_come_with_the_layer(server, api, namespace):
+    expected = 404 if server.mode == ALONE else 200
+    assert api.get("/api").status_code == expected
+    assert api.get("/openapi/v3").status_code == expected
+    selected = api.get(f"/api/v1/namespaces/{namespace}/pods", params={"fieldSelector": "spec.nodeName=n1"})
+    assert selected.status_code == (400 if server.mode == ALONE else 200)
+    assert api.get("/readyz").status_code == 200          # the core's own, for load balancers
