@@ -177,14 +177,9 @@ def foreign_sys_path(path: Path) -> list[str]:
 
 # ---------------------------------------------------------------- modules loaded by path
 
-# Two benchmarks still load another chapter's benchmark by its file path
-# (common/loader.py), for its helpers and its floor measurement: what they
-# share belongs in common/ too (issue 36). Listed so that none is added.
-KNOWN_PATH_LOADS = {
-    ("02-apiserver/benchmarks/bench_nodes.py", "01-kubelet/bench.py"),
-    ("03-scheduler/bench.py", "02-apiserver/benchmarks/bench.py"),
-}
-
+# A script that loads another chapter's file by its path (a load_module(PATH,
+# ...) helper, as two benchmarks once did) imports it all the same: what
+# they share belongs in common/ (the benchmarks': common/bench_tools.py).
 
 def path_loads(path: Path) -> set[tuple[str, str]]:
     """(this file, the other chapter's file) for each load_module(PATH, ...) reaching outside the chapter."""
@@ -213,10 +208,9 @@ def test_a_chapter_puts_only_its_own_folders_on_sys_path():
     assert not problems, "\n".join(problems)
 
 
-def test_no_chapter_loads_another_chapters_file_but_the_known_two():
-    loads = {load for path in SOURCES for load in path_loads(path)}
-    assert loads <= KNOWN_PATH_LOADS, f"new: {sorted(loads - KNOWN_PATH_LOADS)}: move what they share into common/"
-    assert loads == KNOWN_PATH_LOADS, f"gone, take them off the list: {sorted(KNOWN_PATH_LOADS - loads)}"
+def test_no_chapter_loads_another_chapters_file_by_its_path():
+    loads = sorted(load for path in SOURCES for load in path_loads(path))
+    assert not loads, f"{loads}: move what they share into common/"
 
 
 def test_the_checks_see_what_they_look_for():
