@@ -117,7 +117,7 @@ def create_app(config: dict | None = None, extensions: tuple = ()) -> Flask:
     deletion.resume_namespace_deletions(server)
     post_start.ensure_system_namespaces(store)   # default, kube-system, kube-public, kube-node-lease
     service_accounts.ensure_all_namespaces(server)      # with NoControllerManager: `default`, the CA
-    for extension in extensions:       # kubectl_compat, custom kinds, Service IPs: each registers itself
+    for extension in extensions:       # Service IPs, custom kinds, field selectors, kubectl_compat
         extension.init_app(app)
 
     # The fixed paths first; rest's catch-all /api/... and /apis/... last (metrics.k8s.io is not stored).

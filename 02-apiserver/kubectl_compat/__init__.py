@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import request
 
 import api_errors
-from . import discovery, field_selectors, field_validation, negotiation, openapi, openapi_v2
+from . import discovery, field_validation, negotiation, openapi, openapi_v2
 from . import patches, printers, protobuf, type_check
 from common.field_errors import invalid, too_long
 
@@ -27,7 +27,6 @@ def init_app(app) -> None:
     hooks.patch_checks.append(check_apply)                     # server-side apply: whole objects only,
     hooks.creating_patches.add(patches.APPLY_PATCH)            # and it creates what is missing
     hooks.table = table_printer                                # the columns of `kubectl get`
-    hooks.field_selector = field_selectors.parse_field_selector
     hooks.options_checks.append(check_field_manager)           # ?fieldManager= of every write
     hooks.negotiate = negotiation.refuse_unacceptable          # JSON, YAML, or 406
     hooks.encode_answer = negotiation.answer_as_yaml

@@ -9,11 +9,18 @@ answered as Kubernetes answers what a server does not serve without it
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+import requests
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from apiserver_harness import APIServer, Client, pod, unique, watch_lines
+from apiserver_harness import APISERVER, APIServer, Client, pod, unique, watch_lines
+from common.polling import wait_for
+from common.ports import free_port
+from common.processes import stop_within
 
 ALONE, WITH_KUBECTL = "core alone", "with kubectl_compat"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -105,6 +112,24 @@ def test_the_python_client_reads_and_writes_as_json(server, namespace):
         assert core.list_namespaced_config_map(namespace).items == []
 
 
+def test_a_kubelets_watch_of_its_nodes_pods_either_way(api, namespace):
+    """Field selectors are an extension, not kubectl's: without them no kubelet could join."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    start = api.get(path).json()["metadata"]["resourceVersion"]
+    api.post(path, pod("elsewhere", nodeName="node2"))
+    api.post(path, pod("mine", nodeName="node1"))
+    response = api.get(path, params={"watch": "true", "resourceVersion": start, "timeoutSeconds": "5",
+                                     "fieldSelector": "spec.nodeName=node1"}, stream=True)
+    assert response.status_code == 200, response.text
+    first = next(watch_lines(response))
+    response.close()
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "mine")
+    listed = api.get(path, params={"fieldSelector": "spec.nodeName!=node1"}).json()
+    assert [p["metadata"]["name"] for p in listed["items"]] == ["elsewhere"]
+    refused = api.get(path, params={"fieldSelector": "spec.image=x"})
+    assert refused.status_code == 400 and "field label not supported: spec.image" in refused.json()["message"]
+
+
 def test_services_and_custom_kinds_plug_in_either_way(api):
     """extensions/ registers into the same hooks, with or without kubectl_compat."""
     kubernetes = api.get("/api/v1/namespaces/default/services/kubernetes").json()
@@ -146,10 +171,58 @@ def test_kubectls_table_is_asked_for_and_json_comes_when_none_is_registered(serv
     assert reply["kind"] == ("ConfigMapList" if server.mode == ALONE else "Table")
 
 
-def test_discovery_openapi_and_field_selectors_come_with_the_layer(server, api, namespace):
+def test_discovery_and_openapi_come_with_the_layer(server, api):
     expected = 404 if server.mode == ALONE else 200
     assert api.get("/api").status_code == expected
     assert api.get("/openapi/v3").status_code == expected
-    selected = api.get(f"/api/v1/namespaces/{namespace}/pods", params={"fieldSelector": "spec.nodeName=n1"})
-    assert selected.status_code == (400 if server.mode == ALONE else 200)
     assert api.get("/readyz").status_code == 200          # the core's own, for load balancers
+
+
+# The import blocker: any import of kubectl_compat fails, then apiserver.py runs as `python apiserver.py`.
+BLOCKED_RUN = """
+import runpy, sys
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "kubectl_compat":
+            raise ImportError("kubectl_compat is blocked in this test")
+sys.meta_path.insert(0, Blocker())
+sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0])
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_the_core_serves_with_kubectl_compat_not_importable(tmp_path):
+    """--no-kubectl-compat loads none of kubectl_compat/: the server starts and
+    serves with every import of it refused."""
+    port = free_port()
+    log = open(tmp_path / "apiserver.log", "wb")
+    process = subprocess.Popen([sys.executable, "-c", BLOCKED_RUN, str(APISERVER), "--data-dir", str(tmp_path / "data"),
+                                "--port", str(port), "--no-kubectl-compat"], stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    api = Client(f"http://127.0.0.1:{port}")
+    try:
+        wait_for(lambda: _ready(api, process, tmp_path / "apiserver.log"), timeout=30, what="the core alone to serve")
+        made = api.post("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c"}, "data": {"v": "1"}})
+        assert made.status_code == 201, made.text
+        assert api.get("/api/v1/pods", params={"fieldSelector": "spec.nodeName=node1"}).status_code == 200
+    finally:
+        stop_within(process, 10)
+    assert "kubectl_compat" not in (tmp_path / "apiserver.log").read_text()
+
+
+def _ready(api: Client, process: subprocess.Popen, log) -> bool:
+    assert process.poll() is None, f"the API server exited:\n{log.read_text()}"
+    try:
+        return api.get("/readyz", timeout=1).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+@pytest.mark.parametrize("flags,loaded", [(["--no-kubectl-compat"], False), ([], True)])
+def test_kubectl_compat_is_loaded_only_when_asked_for(flags, loaded):
+    probe = ("import sys, apiserver; apiserver.extensions(apiserver.parse_args(sys.argv[1:])); "
+             "print(any(name.split('.')[0] == 'kubectl_compat' for name in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe, *flags], cwd=APISERVER.parent,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(loaded)
