@@ -75,11 +75,10 @@ def check_field_manager(options_kind: str) -> None:
 
 
 def check_apply(resource, subresource: str, media_type: str) -> None:
-    if media_type != patches.APPLY_PATCH:
-        return
-    if subresource:
-        # Our apply tracks spec and metadata only; say so rather than do nothing.
+    """Before the object is read: our apply tracks spec and metadata only.
+    (A missing ?fieldManager is patches.apply_patch's to refuse, after the
+    body parses, as Kubernetes words it.)"""
+    if media_type == patches.APPLY_PATCH and subresource:
+        # Say so rather than do nothing.
         raise api_errors.bad_request(f"server-side apply to {resource}/{subresource} is not supported "
                                      "by this server: send a merge or strategic merge patch instead")
-    if not request.args.get("fieldManager"):
-        raise api_errors.bad_request("PATCH with application/apply-patch+yaml requires the fieldManager query parameter")

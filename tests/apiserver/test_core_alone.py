@@ -24,6 +24,7 @@ from common.processes import stop_within
 
 ALONE, WITH_KUBECTL = "core alone", "with kubectl_compat"
 STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
 
 
 @pytest.fixture(scope="module", params=[ALONE, WITH_KUBECTL])
@@ -176,6 +177,23 @@ def test_discovery_and_openapi_come_with_the_layer(server, api):
     assert api.get("/api").status_code == expected
     assert api.get("/openapi/v3").status_code == expected
     assert api.get("/readyz").status_code == 200          # the core's own, for load balancers
+
+
+def test_apply_without_a_field_manager_answers_as_before(server, api, namespace):
+    """The fieldManager check is patches.apply_patch's, after the body parses:
+    an object that exists gets its message, a body that does not parse its parse error."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "c"}, "data": {"v": "1"}})
+    manifest = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {v: '2'}\n"
+    existing = api.patch(f"{path}/c", manifest, content_type=APPLY)
+    broken = api.patch(f"{path}/c", b"data: [\n", content_type=APPLY)
+    if server.mode == ALONE:
+        assert (existing.status_code, broken.status_code) == (415, 415)
+        return
+    assert existing.status_code == 400 and "fieldManager is required for apply requests" in existing.json()["message"]
+    assert broken.status_code == 400 and "neither valid JSON nor valid YAML" in broken.json()["message"]
+    applied = api.patch(f"{path}/c", manifest, content_type=APPLY, params={"fieldManager": "me"})
+    assert applied.status_code == 200 and applied.json()["data"] == {"v": "2"}
 
 
 # The import blocker: any import of kubectl_compat fails, then apiserver.py runs as `python apiserver.py`.
