@@ -25,6 +25,7 @@ from common.processes import stop_within
 ALONE, WITH_KUBECTL = "core alone", "with kubectl_compat"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 @pytest.fixture(scope="module", params=[ALONE, WITH_KUBECTL])
@@ -177,6 +178,36 @@ def test_discovery_and_openapi_come_with_the_layer(server, api):
     assert api.get("/api").status_code == expected
     assert api.get("/openapi/v3").status_code == expected
     assert api.get("/readyz").status_code == 200          # the core's own, for load balancers
+
+
+def test_a_custom_kind_without_the_layer(server, api, namespace):
+    """CRDs are an extension: defined, served, pruned and merge-patched in
+    both modes; a strategic merge patch is 415, naming the types this server
+    takes for a custom kind (so not JSON patch or apply when they are not served)."""
+    group = f"{unique('g')}.groundup.dev"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"notes.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "notes", "singular": "note", "kind": "Note"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                            "text": {"type": "string"}, "pages": {"type": "integer", "default": 1}}}}}}}]}}
+    assert api.post(CRDS, crd).status_code == 201
+    path = f"/apis/{group}/v1/namespaces/{namespace}/notes"
+    wait_for(lambda: api.get(path).status_code == 200, timeout=10, what=f"{path} to be served")
+    made = api.post(path, {"apiVersion": f"{group}/v1", "kind": "Note", "metadata": {"name": "n"},
+                           "spec": {"text": "hi", "colour": "red"}})
+    assert made.status_code == 201, made.text
+    assert made.json()["spec"] == {"text": "hi", "pages": 1}                  # pruned, defaulted
+    patched = api.patch(f"{path}/n", {"spec": {"text": "bye"}})
+    assert patched.status_code == 200 and patched.json()["spec"] == {"text": "bye", "pages": 1}
+    refused = api.patch(f"{path}/n", {"spec": {"text": "x"}}, content_type=STRATEGIC)
+    assert refused.status_code == 415
+    listed = refused.json()["message"].split("include: ")[1].split(" (got")[0].split(", ")
+    expected = {"application/merge-patch+json"} | (
+        set() if server.mode == ALONE else {"application/json-patch+json", "application/apply-patch+yaml"})
+    assert set(listed) == expected
+    assert api.delete(f"{CRDS}/notes.{group}").status_code == 200
 
 
 def test_apply_without_a_field_manager_answers_as_before(server, api, namespace):
