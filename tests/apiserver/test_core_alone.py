@@ -132,6 +132,21 @@ def test_a_kubelets_watch_of_its_nodes_pods_either_way(api, namespace):
     assert refused.status_code == 400 and "field label not supported: spec.image" in refused.json()["message"]
 
 
+@pytest.mark.parametrize("accept", ["application/json;stream=watch", "application/json; charset=utf-8",
+                                    "application/*;q=0.5", "application/yaml;q=1, */*;q=0.1"])
+def test_an_accept_that_allows_json_with_parameters_gets_json(api, namespace, accept):
+    """Only the media type counts, not its parameters: client-go watches with `;stream=watch`."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    params = {"watch": "true", "timeoutSeconds": "1"} if "stream=watch" in accept else {}
+    reply = api.get(path, headers={"Accept": accept}, params=params)
+    assert reply.status_code == 200, reply.text
+
+
+def test_an_accept_that_refuses_json_is_406(api, namespace):
+    reply = api.get(f"/api/v1/namespaces/{namespace}/configmaps", headers={"Accept": "application/json;q=0"})
+    assert reply.status_code == 406
+
+
 def test_services_and_custom_kinds_plug_in_either_way(api):
     """extensions/ registers into the same hooks, with or without kubectl_compat."""
     kubernetes = api.get("/api/v1/namespaces/default/services/kubernetes").json()
