@@ -22,8 +22,9 @@ def init_app(app) -> None:
     hooks.object_checks.append(type_check.check_types)         # a field of the wrong type: Go's 400
     hooks.unknown_fields.append(unknown_fields)                # ?fieldValidation against published schemas
     hooks.duplicate_fields = field_validation.find_duplicate_fields
-    # All four PATCH formats (the core's merge patch among them, with type checks).
-    hooks.patchers = dict.fromkeys(patches.PATCH_TYPES, patches.apply_patch)
+    # All four PATCH formats: update(), not assignment, keeps what others registered;
+    # the core's merge patch is replaced on purpose, by one that also checks types.
+    hooks.patchers.update(dict.fromkeys(patches.PATCH_TYPES, patches.apply_patch))
     hooks.patch_checks.append(check_apply)                     # server-side apply: whole objects only,
     hooks.creating_patches.add(patches.APPLY_PATCH)            # and it creates what is missing
     hooks.table = table_printer                                # the columns of `kubectl get`
