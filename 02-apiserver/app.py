@@ -7,8 +7,8 @@ a fresh one over a temporary data directory, and the command line
 It wires the parts of this folder, naming modules outside the core: the
 gauntlet (part 3), post_start (the defaults every server writes), health,
 metrics and resource_metrics (`kubectl top`): take those on trust on a
-first read. What extends the core it is passed (apiserver.py picks), and
-each registers itself into `server.hooks` (hooks.py).
+first read. What extends the core comes in `extensions` (apiserver.py
+picks them), and each registers itself into `server.hooks` (hooks.py).
 """
 from __future__ import annotations
 
