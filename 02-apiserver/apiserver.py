@@ -16,8 +16,8 @@ alive, and puts a deadline on every read and write. BENCHMARKS.md has the
 measurements behind the choice.
 
 This is the one place that chooses what plugs into the core (hooks.py):
-what later chapters add (extensions/) and what the real kubectl needs
-(kubectl_compat/, off with --no-kubectl-compat: the core alone, JSON only).
+extensions/ (what later chapters add, and field selectors) and what the
+real kubectl needs (kubectl_compat/; off with --no-kubectl-compat).
 """
 from __future__ import annotations
 
