@@ -16,8 +16,8 @@ alive, and puts a deadline on every read and write. BENCHMARKS.md has the
 measurements behind the choice.
 
 This is the one place that chooses what plugs into the core (hooks.py):
-what later chapters add (extensions/) and what the real kubectl needs
-(kubectl_compat/, off with --no-kubectl-compat: the core alone, JSON only).
+extensions/ (what later chapters add, and field selectors) and what the
+real kubectl needs (kubectl_compat/; off with --no-kubectl-compat).
 """
 from __future__ import annotations
 
@@ -33,9 +33,8 @@ import threading
 import admission
 import authorizers
 from abac import PolicyFileError
-import kubectl_compat
 from app import DEFAULTS, create_app
-from extensions import custom_resources, service_ips
+from extensions import custom_resources, field_selectors, service_ips
 from file_store import StoreError
 from gauntlet import SecurePort
 from http_server import APIHTTPServer, Limits, tls_context
@@ -140,8 +139,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "--allow-privileged and --allow-privileged=true alike, as kube-apiserver takes it")
     parser.add_argument("--log-requests", action="store_true", help="log one line per HTTP request")
     parser.add_argument("--no-kubectl-compat", dest="kubectl_compat", action="store_false",
-                        help="serve the core alone: JSON bodies and answers, merge patches; no discovery, "
-                             "OpenAPI, Tables, protobuf, YAML answers or field selectors (what kubectl needs)")
+                        help="serve the core alone: JSON or YAML bodies, JSON answers, merge patches; no discovery, "
+                             "OpenAPI, Tables, protobuf or YAML answers (what kubectl needs)")
     return parser.parse_args(argv)
 
 
@@ -249,9 +248,14 @@ def main(argv=None) -> int:
 
 # [START extensions]
 def extensions(args) -> tuple:
-    """What plugs into the core, in order: Service IPs (chapter 05) and
-    custom kinds (chapter 04) always; kubectl's needs unless switched off."""
-    return (service_ips, custom_resources) + ((kubectl_compat,) if args.kubectl_compat else ())
+    """What plugs into the core, in order: Service IPs (chapter 05), custom
+    kinds (chapter 04) and field selectors (every kubelet's watch) always;
+    kubectl's needs unless switched off."""
+    plugged = (service_ips, custom_resources, field_selectors)
+    if not args.kubectl_compat:
+        return plugged
+    import kubectl_compat     # only here: --no-kubectl-compat loads none of it
+    return plugged + (kubectl_compat,)
 # [END extensions]
 
 

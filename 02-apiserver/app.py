@@ -7,8 +7,8 @@ a fresh one over a temporary data directory, and the command line
 It wires the parts of this folder, naming modules outside the core: the
 gauntlet (part 3), post_start (the defaults every server writes), health,
 metrics and resource_metrics (`kubectl top`): take those on trust on a
-first read. What extends the core it is passed (apiserver.py picks), and
-each registers itself into `server.hooks` (hooks.py).
+first read. What extends the core comes in `extensions` (apiserver.py
+picks them), and each registers itself into `server.hooks` (hooks.py).
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def create_app(config: dict | None = None, extensions: tuple = ()) -> Flask:
     deletion.resume_namespace_deletions(server)
     post_start.ensure_system_namespaces(store)   # default, kube-system, kube-public, kube-node-lease
     service_accounts.ensure_all_namespaces(server)      # with NoControllerManager: `default`, the CA
-    for extension in extensions:       # kubectl_compat, custom kinds, Service IPs: each registers itself
+    for extension in extensions:       # Service IPs, custom kinds, field selectors, kubectl_compat
         extension.init_app(app)
 
     # The fixed paths first; rest's catch-all /api/... and /apis/... last (metrics.k8s.io is not stored).

@@ -5,8 +5,10 @@ kubectl_compat/ (what the real kubectl needs beyond JSON) and extensions/
 Flask extension sets itself up on an app; the core asks and never imports
 them, as Kubernetes' handlers ask a codec factory, a kind's strategy or a
 TableConvertor. With nothing registered the core does the plain-JSON thing:
-JSON in and out (406 for an Accept without JSON), JSON merge patches only
-(415 for another PATCH type), no Tables, no field selectors, no schema checks.
+JSON or YAML bodies (decode.py); JSON answers, or 406 (rest.accept_json_only);
+merge patches (app.py registers that patcher; 415 for other types); no Tables,
+field selectors (400) or schema checks. A single callable, and a media type's
+decoder or patcher, has one owner: the last to register.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ class Hooks:
     defaulters: list[Callable] = field(default_factory=list)     # (resource, obj) -> obj
     update_checks: list[Callable] = field(default_factory=list)  # (resource, name, resourceVersion sent)
     allocators: list[Callable] = field(default_factory=list)     # see allocating()
-    table: Callable | None = None               # () -> this request's (resource, objects, list metadata) -> Table
+    table: Callable | None = None    # per request, for its ?includeObject: () -> (resource, objects, list meta) -> Table
     field_selector: Callable | None = None      # (?fieldSelector, resource) -> has matches(obj)
     negotiate: Callable | None = None           # before a request: 406 for an Accept we cannot answer
     encode_answer: Callable | None = None       # after it: (response) -> the JSON answer as YAML, if chosen
@@ -43,26 +45,24 @@ class Hooks:
 
     def validate(self, resource, obj: dict, old: dict | None, subresource: str):
         """The first registered strategy's field errors; None when none claims the kind."""
-        for validate in self.validators:
-            errors = validate(resource, obj, old, subresource)
-            if errors is not None:
-                return errors
-        return None
+        answers = (validate(resource, obj, old, subresource) for validate in self.validators)
+        return next((errors for errors in answers if errors is not None), None)
 
     def apply_defaults(self, resource, obj: dict) -> dict:
         for apply_defaults in self.defaulters:
             obj = apply_defaults(resource, obj)
         return obj
 
+    @contextlib.contextmanager
     def allocating(self, resource, subresource: str, obj: dict, old: dict | None, dry_run: bool):
         """What a write hands out with an object (a Service's cluster IP), held until stored:
-        each allocator gives a context manager, or None."""
-        held = contextlib.ExitStack()
-        for allocate in self.allocators:
-            holding = allocate(resource, subresource, obj, old, dry_run)
-            if holding is not None:
-                held.enter_context(holding)
-        return held
+        each allocator gives a context manager, or None; if one refuses, the ones before it release."""
+        with contextlib.ExitStack() as held:
+            for allocate in self.allocators:
+                holding = allocate(resource, subresource, obj, old, dry_run)
+                if holding is not None:
+                    held.enter_context(holding)
+            yield
 
     def patch(self, media_type: str, live: dict | None, body: bytes, group: str, version: str, kind: str,
               manager: str = "", force: bool = False) -> dict:

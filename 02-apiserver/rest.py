@@ -47,6 +47,7 @@ from writes import create, finalize, patch, update
 bp = Blueprint("rest", __name__)
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+_JSON_ACCEPTS = ("application/json", "application/*", "*/*")   # in an Accept, before any `;`: JSON allowed
 
 
 # [START request-path]
@@ -71,7 +72,8 @@ def accept_json_only() -> None:
     Accept allows no JSON, as Kubernetes answers for a format it does not serve."""
     if request_info.is_resource_path(request.path) and request.accept_mimetypes \
             and request.path.rsplit("/", 1)[-1] not in ("log", "exec", "attach", "portforward") \
-            and not request.accept_mimetypes.best_match(["application/json"]):
+            and not any(weight > 0 and value.split(";")[0].strip().lower() in _JSON_ACCEPTS
+                        for value, weight in request.accept_mimetypes):
         raise api_errors.APIError(406, "NotAcceptable", "only the following media types are accepted: application/json")
 
 

@@ -29,6 +29,7 @@ import admission
 import api_errors
 import deletion
 import registry
+from request_context import server
 from . import crd_schema
 from common.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
 from common.log import get_logger
@@ -256,14 +257,18 @@ def check_unconditional_update(resource, name: str, resource_version: str | None
     raise error
 
 
-# Kubernetes' message: a strategic merge patch needs to know how each list
-# merges, which only Go types say; a custom kind takes JSON and merge patches.
-_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
+# Kubernetes' answer: a strategic merge patch needs to know how each list
+# merges, which only Go types say; a custom kind takes every other type the
+# server serves (the core's merge patch; JSON patch and apply with kubectl_compat).
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
 def check_patch_type(resource, subresource: str, media_type: str) -> None:
-    if isinstance(resource, CustomResource) and media_type not in _PATCH_TYPES:
-        raise api_errors.unsupported_media_type(media_type, _PATCH_TYPES)
+    if not isinstance(resource, CustomResource):
+        return
+    served = tuple(t for t in server().hooks.patchers if t != STRATEGIC_MERGE_PATCH)
+    if media_type not in served:
+        raise api_errors.unsupported_media_type(media_type, served)
 
 
 def unknown_fields(resource, obj: dict) -> list[str]:

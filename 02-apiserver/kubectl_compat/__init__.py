@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import request
 
 import api_errors
-from . import discovery, field_selectors, field_validation, negotiation, openapi, openapi_v2
+from . import discovery, field_validation, negotiation, openapi, openapi_v2
 from . import patches, printers, protobuf, type_check
 from common.field_errors import invalid, too_long
 
@@ -22,12 +22,12 @@ def init_app(app) -> None:
     hooks.object_checks.append(type_check.check_types)         # a field of the wrong type: Go's 400
     hooks.unknown_fields.append(unknown_fields)                # ?fieldValidation against published schemas
     hooks.duplicate_fields = field_validation.find_duplicate_fields
-    # All four PATCH formats (the core's merge patch among them, with type checks).
-    hooks.patchers = dict.fromkeys(patches.PATCH_TYPES, patches.apply_patch)
+    # All four PATCH formats: update(), not assignment, keeps what others registered;
+    # the core's merge patch is replaced on purpose, by one that also checks types.
+    hooks.patchers.update(dict.fromkeys(patches.PATCH_TYPES, patches.apply_patch))
     hooks.patch_checks.append(check_apply)                     # server-side apply: whole objects only,
     hooks.creating_patches.add(patches.APPLY_PATCH)            # and it creates what is missing
     hooks.table = table_printer                                # the columns of `kubectl get`
-    hooks.field_selector = field_selectors.parse_field_selector
     hooks.options_checks.append(check_field_manager)           # ?fieldManager= of every write
     hooks.negotiate = negotiation.refuse_unacceptable          # JSON, YAML, or 406
     hooks.encode_answer = negotiation.answer_as_yaml
@@ -76,11 +76,10 @@ def check_field_manager(options_kind: str) -> None:
 
 
 def check_apply(resource, subresource: str, media_type: str) -> None:
-    if media_type != patches.APPLY_PATCH:
-        return
-    if subresource:
-        # Our apply tracks spec and metadata only; say so rather than do nothing.
+    """Before the object is read: our apply tracks spec and metadata only.
+    (A missing ?fieldManager is patches.apply_patch's to refuse, after the
+    body parses, as Kubernetes words it.)"""
+    if media_type == patches.APPLY_PATCH and subresource:
+        # Say so rather than do nothing.
         raise api_errors.bad_request(f"server-side apply to {resource}/{subresource} is not supported "
                                      "by this server: send a merge or strategic merge patch instead")
-    if not request.args.get("fieldManager"):
-        raise api_errors.bad_request("PATCH with application/apply-patch+yaml requires the fieldManager query parameter")

@@ -9,14 +9,23 @@ answered as Kubernetes answers what a server does not serve without it
 """
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
+import requests
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from apiserver_harness import APIServer, Client, pod, unique, watch_lines
+from apiserver_harness import APISERVER, APIServer, Client, pod, unique, watch_lines
+from common.polling import wait_for
+from common.ports import free_port
+from common.processes import stop_within
 
 ALONE, WITH_KUBECTL = "core alone", "with kubectl_compat"
 STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 @pytest.fixture(scope="module", params=[ALONE, WITH_KUBECTL])
@@ -105,6 +114,39 @@ def test_the_python_client_reads_and_writes_as_json(server, namespace):
         assert core.list_namespaced_config_map(namespace).items == []
 
 
+def test_a_kubelets_watch_of_its_nodes_pods_either_way(api, namespace):
+    """Field selectors are an extension, not kubectl's: without them no kubelet could join."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    start = api.get(path).json()["metadata"]["resourceVersion"]
+    api.post(path, pod("elsewhere", nodeName="node2"))
+    api.post(path, pod("mine", nodeName="node1"))
+    response = api.get(path, params={"watch": "true", "resourceVersion": start, "timeoutSeconds": "5",
+                                     "fieldSelector": "spec.nodeName=node1"}, stream=True)
+    assert response.status_code == 200, response.text
+    first = next(watch_lines(response))
+    response.close()
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "mine")
+    listed = api.get(path, params={"fieldSelector": "spec.nodeName!=node1"}).json()
+    assert [p["metadata"]["name"] for p in listed["items"]] == ["elsewhere"]
+    refused = api.get(path, params={"fieldSelector": "spec.image=x"})
+    assert refused.status_code == 400 and "field label not supported: spec.image" in refused.json()["message"]
+
+
+@pytest.mark.parametrize("accept", ["application/json;stream=watch", "application/json; charset=utf-8",
+                                    "application/*;q=0.5", "application/yaml;q=1, */*;q=0.1"])
+def test_an_accept_that_allows_json_with_parameters_gets_json(api, namespace, accept):
+    """Only the media type counts, not its parameters: client-go watches with `;stream=watch`."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    params = {"watch": "true", "timeoutSeconds": "1"} if "stream=watch" in accept else {}
+    reply = api.get(path, headers={"Accept": accept}, params=params)
+    assert reply.status_code == 200, reply.text
+
+
+def test_an_accept_that_refuses_json_is_406(api, namespace):
+    reply = api.get(f"/api/v1/namespaces/{namespace}/configmaps", headers={"Accept": "application/json;q=0"})
+    assert reply.status_code == 406
+
+
 def test_services_and_custom_kinds_plug_in_either_way(api):
     """extensions/ registers into the same hooks, with or without kubectl_compat."""
     kubernetes = api.get("/api/v1/namespaces/default/services/kubernetes").json()
@@ -146,10 +188,105 @@ def test_kubectls_table_is_asked_for_and_json_comes_when_none_is_registered(serv
     assert reply["kind"] == ("ConfigMapList" if server.mode == ALONE else "Table")
 
 
-def test_discovery_openapi_and_field_selectors_come_with_the_layer(server, api, namespace):
+def test_discovery_and_openapi_come_with_the_layer(server, api):
     expected = 404 if server.mode == ALONE else 200
     assert api.get("/api").status_code == expected
     assert api.get("/openapi/v3").status_code == expected
-    selected = api.get(f"/api/v1/namespaces/{namespace}/pods", params={"fieldSelector": "spec.nodeName=n1"})
-    assert selected.status_code == (400 if server.mode == ALONE else 200)
     assert api.get("/readyz").status_code == 200          # the core's own, for load balancers
+
+
+def test_a_custom_kind_without_the_layer(server, api, namespace):
+    """CRDs are an extension: defined, served, pruned and merge-patched in
+    both modes; a strategic merge patch is 415, naming the types this server
+    takes for a custom kind (so not JSON patch or apply when they are not served)."""
+    group = f"{unique('g')}.groundup.dev"
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": f"notes.{group}"},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"plural": "notes", "singular": "note", "kind": "Note"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                            "text": {"type": "string"}, "pages": {"type": "integer", "default": 1}}}}}}}]}}
+    assert api.post(CRDS, crd).status_code == 201
+    path = f"/apis/{group}/v1/namespaces/{namespace}/notes"
+    wait_for(lambda: api.get(path).status_code == 200, timeout=10, what=f"{path} to be served")
+    made = api.post(path, {"apiVersion": f"{group}/v1", "kind": "Note", "metadata": {"name": "n"},
+                           "spec": {"text": "hi", "colour": "red"}})
+    assert made.status_code == 201, made.text
+    assert made.json()["spec"] == {"text": "hi", "pages": 1}                  # pruned, defaulted
+    patched = api.patch(f"{path}/n", {"spec": {"text": "bye"}})
+    assert patched.status_code == 200 and patched.json()["spec"] == {"text": "bye", "pages": 1}
+    refused = api.patch(f"{path}/n", {"spec": {"text": "x"}}, content_type=STRATEGIC)
+    assert refused.status_code == 415
+    listed = refused.json()["message"].split("include: ")[1].split(" (got")[0].split(", ")
+    expected = {"application/merge-patch+json"} | (
+        set() if server.mode == ALONE else {"application/json-patch+json", "application/apply-patch+yaml"})
+    assert set(listed) == expected
+    assert api.delete(f"{CRDS}/notes.{group}").status_code == 200
+
+
+def test_apply_without_a_field_manager_answers_as_before(server, api, namespace):
+    """The fieldManager check is patches.apply_patch's, after the body parses:
+    an object that exists gets its message, a body that does not parse its parse error."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    api.post(path, {"metadata": {"name": "c"}, "data": {"v": "1"}})
+    manifest = b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {v: '2'}\n"
+    existing = api.patch(f"{path}/c", manifest, content_type=APPLY)
+    broken = api.patch(f"{path}/c", b"data: [\n", content_type=APPLY)
+    if server.mode == ALONE:
+        assert (existing.status_code, broken.status_code) == (415, 415)
+        return
+    assert existing.status_code == 400 and "fieldManager is required for apply requests" in existing.json()["message"]
+    assert broken.status_code == 400 and "neither valid JSON nor valid YAML" in broken.json()["message"]
+    applied = api.patch(f"{path}/c", manifest, content_type=APPLY, params={"fieldManager": "me"})
+    assert applied.status_code == 200 and applied.json()["data"] == {"v": "2"}
+
+
+# The import blocker: any import of kubectl_compat fails, then apiserver.py runs as `python apiserver.py`.
+BLOCKED_RUN = """
+import runpy, sys
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "kubectl_compat":
+            raise ImportError("kubectl_compat is blocked in this test")
+sys.meta_path.insert(0, Blocker())
+sys.path.insert(0, sys.argv[1].rsplit("/", 1)[0])
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_the_core_serves_with_kubectl_compat_not_importable(tmp_path):
+    """--no-kubectl-compat loads none of kubectl_compat/: the server starts and
+    serves with every import of it refused."""
+    port = free_port()
+    log = open(tmp_path / "apiserver.log", "wb")
+    process = subprocess.Popen([sys.executable, "-c", BLOCKED_RUN, str(APISERVER), "--data-dir", str(tmp_path / "data"),
+                                "--port", str(port), "--no-kubectl-compat"], stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    api = Client(f"http://127.0.0.1:{port}")
+    try:
+        wait_for(lambda: _ready(api, process, tmp_path / "apiserver.log"), timeout=30, what="the core alone to serve")
+        made = api.post("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "c"}, "data": {"v": "1"}})
+        assert made.status_code == 201, made.text
+        assert api.get("/api/v1/pods", params={"fieldSelector": "spec.nodeName=node1"}).status_code == 200
+    finally:
+        stop_within(process, 10)
+    assert "kubectl_compat" not in (tmp_path / "apiserver.log").read_text()
+
+
+def _ready(api: Client, process: subprocess.Popen, log) -> bool:
+    assert process.poll() is None, f"the API server exited:\n{log.read_text()}"
+    try:
+        return api.get("/readyz", timeout=1).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+@pytest.mark.parametrize("flags,loaded", [(["--no-kubectl-compat"], False), ([], True)])
+def test_kubectl_compat_is_loaded_only_when_asked_for(flags, loaded):
+    probe = ("import sys, apiserver; apiserver.extensions(apiserver.parse_args(sys.argv[1:])); "
+             "print(any(name.split('.')[0] == 'kubectl_compat' for name in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe, *flags], cwd=APISERVER.parent,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(loaded)
