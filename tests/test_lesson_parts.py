@@ -215,3 +215,12 @@ def test_chapter_02_counts_the_core_modules_part_1_quotes():
     quoted = set(re.findall(r"<!-- snippet: 02-apiserver/([\w.]+\.py)#", (readme.parent / "lesson-1-store-rest-watch.md").read_text()))
     assert _number(stated[1]) == len(core & quoted), \
         f"it says {stated[1]}; part 1 quotes {len(core & quoted)} of the core's modules: {sorted(core & quoted)}"
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda r: r.parent.name)
+def test_a_readme_gives_the_idea_before_the_grading(readme):
+    """The learner's order: the problem (the opening), the idea, and only
+    then the starter and the stages that grade it."""
+    sections = re.findall(r"^## (.+)$", readme.read_text(), re.M)
+    assert sections[:2] == ["The idea", "Build it yourself"], \
+        f"{readme.parent.name}/README.md opens with {sections[:2]}, not the idea and then Build it yourself"
