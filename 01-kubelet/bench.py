@@ -18,7 +18,6 @@ import os
 import platform
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,42 +28,11 @@ from pathlib import Path
 import docker
 import requests
 
+from common.bench_tools import PODS, SOLO, bare_docker, cpu_seconds, manifest, percentile
+from common.ports import free_port
+
 HERE = Path(__file__).resolve().parent
-PODS = 30
-SOLO = 10
-IMAGE, PAUSE = "busybox:1.35", "registry.k8s.io/pause:3.9"
-SLEEP = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
 NODE = "bench-node"
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
-def bare_docker(client: docker.DockerClient) -> list[float]:
-    """Seconds per pod (pause + 2 app containers), created one after another."""
-    label = {"io.groundup.bench": "bare"}
-    times = []
-    try:
-        for i in range(PODS):
-            began = time.perf_counter()
-            pause = client.containers.run(PAUSE, detach=True, labels=label, name=f"bench-bare-{i}-pod")
-            for name in ("a", "b"):
-                client.containers.run(IMAGE, SLEEP, detach=True, labels=label, name=f"bench-bare-{i}-{name}",
-                                      network_mode=f"container:{pause.id}")
-            times.append(time.perf_counter() - began)
-    finally:
-        for container in client.containers.list(all=True, filters={"label": "io.groundup.bench=bare"}):
-            container.remove(force=True)
-    return times
-
-
-def manifest(name) -> str:
-    containers = "".join(f"  - name: {n}\n    image: {IMAGE}\n    command: [sh, -c, \"trap 'exit 0' TERM; "
-                         f"sleep 3600 & wait\"]\n" for n in ("a", "b"))
-    return (f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name if isinstance(name, str) else f'bench-{name}'}\nspec:\n"
-            f"  terminationGracePeriodSeconds: 1\n  containers:\n{containers}")
 
 
 def wait_running(url: str, names: set[str], log_path: Path, timeout: float = 180) -> None:
@@ -78,17 +46,6 @@ def wait_running(url: str, names: set[str], log_path: Path, timeout: float = 180
             return
         time.sleep(0.01)
     raise SystemExit(f"the kubelet did not converge within {timeout} s; see {log_path}")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def kubelet_run(workdir: Path) -> dict:

@@ -23,6 +23,10 @@ import security_context
 from common.quantity import parse_quantity
 
 NEVER = "0001-01-01T00:00:00Z"  # Docker's zero time: not started / not finished
+# The volume types whose files the kubelet writes from the API server's
+# objects (api_volumes/): alone, without one, it has none of them.
+API_VOLUMES_NEED = dict.fromkeys(("configMap", "secret", "downwardAPI", "projected"),
+                                 " without an API server (give --apiserver or --kubeconfig: chapter 02)")
 
 
 class StartError(Exception):
@@ -131,11 +135,13 @@ class DockerRuntime:
         # Docker's default bridge: every node's pods get 172.17.0.x, which is
         # fine on one machine. Chapter 05's pod network names its own.
         self.pod_network = "bridge"
-        self.pod_dns = lambda pod: None     # chapter 05's resolver settings (pod_dns.py); None: Docker's
-        self.sandbox_started = lambda: None  # chapter 05: the pod network's hairpin mode (pod_network.py)
+        # chapter 05's resolver settings (service_discovery/pod_dns.py); None: Docker's
+        self.pod_dns = lambda pod: None
+        self.sandbox_started = lambda: None  # chapter 05: the pod network's hairpin mode (pod_network/kubenet.py)
         self.node = node                    # AppArmor? SELinux? seccomp profiles? (securityContext)
         # Chapter 02: where a configMap, secret, downwardAPI or projected
-        # volume is on the node (api_volumes.py), or None if it is none of those.
+        # volume is on the node (api_volumes/volumes.py, set up when the
+        # kubelet joins a cluster), or None if it is none of those.
         self.api_volume_path = lambda pod, volume_name: None
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
@@ -231,7 +237,8 @@ class DockerRuntime:
                 result.append(Mount(mount["mountPath"], path, type="bind", read_only=True))
             else:
                 kind = next((k for k in volume if k != "name"), "?")
-                raise cfg.ConfigError(f'volume "{volume["name"]}": type {kind} is not supported by this kubelet')
+                raise cfg.ConfigError(f'volume "{volume["name"]}": type {kind} is not supported by this kubelet'
+                                      + API_VOLUMES_NEED.get(kind, ""))
         return result
 
     def _empty_dir(self, pod: dict, volume: dict) -> str:

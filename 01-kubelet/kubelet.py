@@ -10,6 +10,7 @@ moment, start it again, and it picks up where it was from Docker's labels.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import logging
 import os
@@ -32,16 +33,24 @@ from common.log import EventLogger, get_logger
 from common.times import duration, rfc3339
 from common.token_file import TokenFileError, read_token_file
 from docker_runtime import ContainerInfo, DockerRuntime
-from kubelet_metrics import KubeletMetrics
 from lifecycle_hooks import field_path
 from manifest_source import FileSource
+from node_allocatable import ReservationError, allocatable, machine_capacity, parse_reservation
 from pod_actions import ProbeResults, compute_pod_actions, is_sidecar
-from pod_network import NETWORK, Kubenet, PodNetworkError
 from pod_status import Starting, Waiting, pod_status
 from pod_worker import PodWorker, WaitingReasons
 from probes import ProbeManager
 from security_context import Node
-from stats_summary import StatsSummary
+
+
+class NoMetrics:
+    """Where the sync loop's figures go when nobody serves /metrics."""
+
+    def timing_sync(self):
+        return contextlib.nullcontext()
+
+    def pod_started(self, seconds: float) -> None:
+        pass
 
 
 class Kubelet:
@@ -50,7 +59,7 @@ class Kubelet:
                  sync_frequency: float = 1.0, backoff_initial: float = 10.0, backoff_max: float = 300.0,
                  parallel_pod_workers: int = 4, events: EventRecorder | None = None, network=None):
         self.node_name = node_name
-        self.network = network        # a pod_network.Kubenet, or None: Docker's default bridge
+        self.network = network        # a pod_network/kubenet.Kubenet, or None: Docker's default bridge
         self.runtime = runtime
         self.sources = sources
         self.log = log
@@ -83,8 +92,10 @@ class Kubelet:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self.syncs = 0          # completed syncs, served on /metrics
-        self.metrics = KubeletMetrics(self)                   # /metrics (kubelet_metrics.py)
-        self.stats = StatsSummary(node_name, self.pods_and_containers, log)   # /stats/summary, when asked
+        # What the port tells about usage (stats/, chapter 02) replaces these
+        # when it is served; until then the loop's figures go nowhere.
+        self.metrics = NoMetrics()
+        self.stats = None
 
     # --- the loop -------------------------------------------------------------
 
@@ -384,7 +395,7 @@ def cleanup(runtime: DockerRuntime, all_nodes: bool, log: EventLogger, root_dir:
     node, with --all-nodes) made. The kubelet's own exit never does."""
     import glob
     import shutil
-    from api_volumes import memory_dir
+    from api_volumes.volumes import memory_dir    # Secrets' tmpfs, if it ever joined a cluster
     containers = runtime.list_containers(all_nodes=all_nodes)
     for container in containers:
         runtime.remove(container.id)
@@ -488,7 +499,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
     args = parser.parse_args(argv)
-    from node_status import ReservationError, allocatable, machine_capacity, parse_reservation
     try:
         args.reserved = (parse_reservation("--system-reserved", args.system_reserved),
                          parse_reservation("--kube-reserved", args.kube_reserved))
@@ -501,67 +511,76 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def join_cluster(args: argparse.Namespace, client, runtime: DockerRuntime, log: EventLogger, kubelet):
-    """Register this node (and keep its heartbeat), and return the API server
-    as a pod source: the pods bound to this node."""
-    from api_source import ApiSource
-    from node_registration import NodeRegistration
-    from node_status import node_object
-
-    node = node_object(args.node_name, args.node_ip or default_node_ip(client.connection.server),
-                       args.read_only_port, runtime.version(), args.reserved)
-    network = kubelet.network
-    NodeRegistration(client, node, args.node_status_update_frequency, log,
-                     not_ready=network.not_ready if network else None).start()
-    if network and not args.pod_cidr:
-        threading.Thread(target=network.wait_for_pod_cidr, args=(client, args.node_name, kubelet.stopping),
-                         daemon=True, name="pod-network").start()
-    kubelet.worker.service_env = services_env_from(client)
-    node_ref = {"kind": "Node", "apiVersion": "v1", "name": args.node_name, "uid": args.node_name}
-    kubelet.events.event(node_ref, "Normal", "Starting", "Starting kubelet.")
-    return ApiSource(client, args.node_name, log, on_change=kubelet.wake).start()
-
-
-def set_up_api_volumes(args: argparse.Namespace, client, runtime: DockerRuntime, log: EventLogger, kubelet) -> None:
-    """ConfigMaps and Secrets for the pods' variables and volumes (chapter
-    02), downward API volumes (also without an API server), and the thread
-    that keeps them up to date."""
-    from api_objects import EnvResolver, ObjectCache
-    from api_volumes import ApiVolumes
-    from node_status import allocatable, machine_capacity
-    cache = ObjectCache(client)
-    worker = kubelet.worker
-    try:
-        worker.allocatable = allocatable(machine_capacity(), *args.reserved)
-    except (OSError, RuntimeError) as error:    # only resourceFieldRef without limits needs it
-        log.warning("cannot measure this machine; resourceFieldRef limits read as 0", error=str(error))
-    worker.env_api = EnvResolver(cache, lambda pod, reason, message: kubelet.events.event(pod, "Warning", reason,
-                                                                                             message))
-    worker.volumes = ApiVolumes(args.node_name, args.root_dir, cache, log, kubelet.events,
-                                allocatable=worker.allocatable)
-    runtime.api_volume_path = worker.volumes.host_path
-    worker.volumes.start(args.sync_frequency, kubelet.stopping, kubelet.pods_now)
-
-
 def default_root_dir(node_name: str) -> str:
     import tempfile
     return os.path.join(tempfile.gettempdir(), "groundup-kubelet", node_name)
 
 
-def services_env_from(client):
-    """Each container's service variables, from a watched copy of every
-    Service (chapter 05). Until the first list has come, no container
-    starts: its variables would be missing, as Kubernetes refuses too."""
-    from common.informer import Informer
-    from service_env import service_env
-    services = Informer(client, "v1", "services").start()
-    services.wait_for_sync(timeout=5)      # usually at once; an API server away does not hold us
+# --- what the flags add ---------------------------------------------------------
+# Each later chapter's part of the kubelet lives in a folder of its own and
+# is imported here only when a flag asks for it. Alone, with --manifests,
+# the kubelet loads only stats/, for its read-only port's /metrics (and
+# with --read-only-port 0 not even that).
 
-    def env_for(pod: dict) -> dict[str, str]:
-        if not services.has_synced():
-            raise cfg.ConfigError("services have not yet been read at least once, cannot construct envvars")
-        return service_env(services.list(), pod)
-    return env_for
+def measure_node(kubelet: Kubelet, reserved: tuple[dict, dict]) -> None:
+    """The node's allocatable, which the downward API gives a container for
+    a limit it leaves unset (resourceFieldRef)."""
+    try:
+        kubelet.worker.allocatable = allocatable(machine_capacity(), *reserved)
+    except (OSError, RuntimeError) as error:    # only resourceFieldRef without limits needs it
+        kubelet.log.warning("cannot measure this machine; resourceFieldRef limits read as 0", error=str(error))
+
+
+def serve_port(kubelet: Kubelet, address: str, port: int, client_token: str | None) -> None:
+    """The read-only port (chapter 01), with what it tells about usage
+    (stats/, chapter 02's part 6) and, when there is a token to check the
+    API server by, exec, attach and port-forward (streaming/, its part 7)."""
+    from readonly_server import serve
+    from stats import routes as stats
+    blueprints = [stats.install(kubelet)]
+    if client_token:
+        from streaming import server as streaming
+        blueprints.append(streaming.bp)
+    # A port in use ends the process here with werkzeug's own clear message.
+    serve(kubelet, address, port, kubelet.log, client_token, tuple(blueprints))
+
+
+def join_cluster(kubelet: Kubelet, client, args: argparse.Namespace) -> None:
+    """--apiserver or --kubeconfig (chapter 02, part 4): register the node,
+    read ConfigMaps and Secrets (api_volumes/), give containers the
+    Services' variables (service_discovery/, chapter 05), then take the pods
+    the API server binds here as a second source."""
+    from api_volumes import volumes
+    from apiserver_join.join import pods_bound_here, register_node
+    from service_discovery.service_env import services_env_from
+    volumes.install(kubelet, client, args.root_dir, args.sync_frequency)
+    register_node(kubelet, client, args.node_ip or default_node_ip(client.connection.server), args.read_only_port,
+                  args.reserved, args.node_status_update_frequency, wait_for_pod_cidr=not args.pod_cidr)
+    kubelet.worker.service_env = services_env_from(client)
+    kubelet.sources.append(pods_bound_here(kubelet, client))
+
+
+def use_cluster_dns(runtime: DockerRuntime, servers: str, domain: str) -> None:
+    """--cluster-dns (chapter 05): pods' resolv.conf names the cluster's DNS."""
+    from service_discovery.pod_dns import node_resolver, pod_dns
+    nameservers, node = [ip for ip in servers.split(",") if ip], node_resolver()
+    runtime.pod_dns = lambda pod: pod_dns(pod, nameservers, domain, node)
+
+
+def use_kubenet(runtime: DockerRuntime, non_masquerade_cidr: str, pod_cidr: str, log: EventLogger):
+    """--network-plugin kubenet (chapter 05): pods on the node's podCIDR.
+    None if the range given with --pod-cidr cannot be set up."""
+    from pod_network.kubenet import NETWORK, Kubenet, PodNetworkError
+    network = Kubenet(runtime.api, non_masquerade_cidr, log)
+    runtime.pod_network = NETWORK
+    runtime.sandbox_started = network.allow_hairpin
+    if pod_cidr:
+        try:
+            network.set_up(pod_cidr)
+        except PodNetworkError as error:
+            log.error("cannot set up the pod network", error=str(error))
+            return None
+    return network
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -597,35 +616,25 @@ def main(argv: list[str] | None = None) -> int:
         client = APIClient(kubeconfig.from_args(args), user_agent=f"kubelet/{args.node_name}")
         events = EventRecorder(client, "kubelet", host=args.node_name, log=log).start()
     if args.cluster_dns:
-        from pod_dns import node_resolver, pod_dns
-        servers, node = [ip for ip in args.cluster_dns.split(",") if ip], node_resolver()
-        runtime.pod_dns = lambda pod: pod_dns(pod, servers, args.cluster_domain, node)
+        use_cluster_dns(runtime, args.cluster_dns, args.cluster_domain)
     network = None
     if args.network_plugin == "kubenet":
         if not (joins_cluster or args.pod_cidr):
             log.error("kubenet needs the node's pod range: from the API server, or --pod-cidr")
             return 2
-        network = Kubenet(runtime.api, args.non_masquerade_cidr, log)
-        runtime.pod_network = NETWORK
-        runtime.sandbox_started = network.allow_hairpin
-        if args.pod_cidr:
-            try:
-                network.set_up(args.pod_cidr)
-            except PodNetworkError as error:
-                log.error("cannot set up the pod network", error=str(error))
-                return 1
+        network = use_kubenet(runtime, args.non_masquerade_cidr, args.pod_cidr, log)
+        if network is None:
+            return 1
     kubelet = Kubelet(args.node_name, runtime, sources, log, network=network,
                       pause_image=args.pod_infra_container_image, host_ip=args.node_ip or default_node_ip(client.connection.server if client else None),
                       sync_frequency=args.sync_frequency, backoff_initial=args.backoff_initial,
                       backoff_max=args.backoff_max, parallel_pod_workers=args.parallel_pod_workers,
                       events=events)
+    measure_node(kubelet, args.reserved)
     if args.read_only_port:
-        from readonly_server import serve
-        # A port in use ends the process here with werkzeug's own clear message.
-        serve(kubelet, args.address, args.read_only_port, log, client_token)
-    set_up_api_volumes(args, client, runtime, log, kubelet)
+        serve_port(kubelet, args.address, args.read_only_port, client_token)
     if joins_cluster:
-        kubelet.sources.append(join_cluster(args, client, runtime, log, kubelet))
+        join_cluster(kubelet, client, args)
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: kubelet.stop())

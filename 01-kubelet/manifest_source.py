@@ -12,7 +12,6 @@ import uuid
 from dataclasses import dataclass, field
 
 import pod_fields
-from api_volumes import api_references
 from common.defaults import apply_pod_defaults
 from common.log import EventLogger
 from common.manifests import ManifestError, load_manifests
@@ -39,6 +38,27 @@ def unsupported(pod: dict) -> list[str]:
     return pod_fields.refused(pod)
 
 
+def api_references(pod: dict) -> list[str]:
+    """The field paths by which a pod reads ConfigMaps or Secrets (or asks
+    for a ServiceAccount token). A static pod may not: the kubelet runs it
+    with no API server to ask, and Kubernetes refuses them too."""
+    found = []
+    for i, volume in enumerate(pod["spec"].get("volumes") or []):
+        for kind in ("configMap", "secret"):
+            if kind in volume:
+                found.append(f"spec.volumes[{i}].{kind}")
+        for j, source in enumerate((volume.get("projected") or {}).get("sources") or []):
+            found += [f"spec.volumes[{i}].projected.sources[{j}].{kind}" for kind in source if kind != "downwardAPI"]
+    containers = [(f"spec.{field}[{i}]", c) for field in ("initContainers", "containers")
+                  for i, c in enumerate(pod["spec"].get(field) or [])]
+    for where, container in containers:
+        found += [f"{where}.envFrom[{j}]" for j, _ in enumerate(container.get("envFrom") or [])]
+        for j, var in enumerate(container.get("env") or []):
+            found += [f"{where}.env[{j}].valueFrom.{kind}" for kind in (var.get("valueFrom") or {})
+                      if kind in ("configMapKeyRef", "secretKeyRef")]
+    return found
+
+
 class FileSource:
     """Pods from --manifests DIR (the real kubelet's --pod-manifest-path, a flag
     it deprecates in favour of staticPodPath in its configuration file)."""
@@ -47,7 +67,7 @@ class FileSource:
         self.directory = directory
         self.node_name = node_name
         self.log = log
-        self.name_suffix = name_suffix        # in a cluster: <name>-<node name>, see mirror_pods.py
+        self.name_suffix = name_suffix        # in a cluster: <name>-<node name>, see apiserver_join/mirror_pods.py
         self._files: dict[str, _File] = {}
         self._reported_duplicates: set[str] = set()
 

@@ -136,7 +136,7 @@ def container_env(pod: dict, container: dict, pod_ip: str, host_ip: str,
     defined before it (as in Kubernetes, later ones are not yet known), and
     to those it is given anyway (chapter 05's service variables), which its
     own override. envFrom's come first, and env's override them. api: the
-    kubelet's reader of ConfigMaps and Secrets (api_objects.EnvResolver)."""
+    kubelet's reader of ConfigMaps and Secrets (api_volumes/api_objects.EnvResolver)."""
     env: dict[str, str] = dict(given or {})
     if container.get("envFrom"):
         env.update(_needs_api(api, "envFrom").env_from(pod, container))

@@ -39,9 +39,9 @@ POD_SPEC = {
     "automountServiceAccountToken": Field(IGNORED, "read by the API server's ServiceAccount admission, which "
                                           "adds the token volume (when it signs tokens) unless it is false"),
     "containers": Field(HONOURED, "kubelet.py, pod_actions.py, pod_worker.py"),
-    "dnsConfig": Field(HONOURED, "pod_dns.py (with --cluster-dns)"),
-    "dnsPolicy": Field(HONOURED, "pod_dns.py (with --cluster-dns)"),
-    "enableServiceLinks": Field(HONOURED, "service_env.py"),
+    "dnsConfig": Field(HONOURED, "service_discovery/pod_dns.py (with --cluster-dns)"),
+    "dnsPolicy": Field(HONOURED, "service_discovery/pod_dns.py (with --cluster-dns)"),
+    "enableServiceLinks": Field(HONOURED, "service_discovery/service_env.py (in a cluster)"),
     "ephemeralContainers": Field(REFUSED, "kubectl debug's containers; not built", []),
     "hostAliases": Field(REFUSED, "extra /etc/hosts lines; not built", []),
     "hostIPC": Field(REFUSED, "the pod shares the pause container's IPC namespace; the host's is not offered",
@@ -71,7 +71,7 @@ POD_SPEC = {
     "securityContext": Field(HONOURED, "security_context.py; its fields below"),
     "serviceAccount": Field(IGNORED, "the deprecated alias of serviceAccountName"),
     "serviceAccountName": Field(HONOURED, "the account a projected serviceAccountToken is requested for "
-                                "(api_objects.TokenCache); also the downward API's spec.serviceAccountName"),
+                                "(api_volumes/api_objects.TokenCache); also the downward API's spec.serviceAccountName"),
     "setHostnameAsFQDN": Field(REFUSED, "the kernel hostname would be the FQDN; not built", False),
     "shareProcessNamespace": Field(HONOURED, "security_context.docker_options (pid_mode container:<pause>)"),
     "subdomain": Field(IGNORED, "chapter 05's DNS answers for hostname.subdomain; the real kubelet also "
@@ -79,16 +79,16 @@ POD_SPEC = {
     "terminationGracePeriodSeconds": Field(HONOURED, "pod_worker.stop_all (docker stop's timeout)"),
     "tolerations": Field(IGNORED, SCHEDULER + "; NoExecute evictions are the controller manager's"),
     "topologySpreadConstraints": Field(IGNORED, SCHEDULER),
-    "volumes": Field(HONOURED, "docker_runtime.mounts (emptyDir, hostPath) and api_volumes.py (configMap, "
-                     "secret, downwardAPI, projected); any other type fails with a FailedMount event naming it"),
+    "volumes": Field(HONOURED, "docker_runtime.mounts (emptyDir, hostPath) and, in a cluster, api_volumes/ "
+                     "(configMap, secret, downwardAPI, projected); any other type fails with a FailedMount event naming it"),
 }
 
 CONTAINER = {
     "args": Field(HONOURED, "pod_config.command_line"),
     "command": Field(HONOURED, "pod_config.command_line"),
-    "env": Field(HONOURED, "pod_config.container_env; valueFrom through api_objects.EnvResolver (one it "
+    "env": Field(HONOURED, "pod_config.container_env; valueFrom through api_volumes/api_objects.EnvResolver (one it "
                  "cannot resolve is a CreateContainerConfigError)"),
-    "envFrom": Field(HONOURED, "api_objects.EnvResolver (ConfigMaps and Secrets from the API server)"),
+    "envFrom": Field(HONOURED, "api_volumes/api_objects.EnvResolver (ConfigMaps and Secrets from the API server)"),
     "image": Field(HONOURED, "docker_runtime.ensure_image"),
     "imagePullPolicy": Field(HONOURED, "docker_runtime.ensure_image"),
     "lifecycle": Field(HONOURED, "lifecycle_hooks.py (postStart, preStop: exec, httpGet, sleep)"),

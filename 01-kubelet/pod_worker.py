@@ -64,8 +64,8 @@ class PodWorker:
         # without an API server, there are none.
         self.service_env = lambda pod: {}
         # Chapter 02: ConfigMaps and Secrets, for variables (api_objects.EnvResolver)
-        # and volumes (api_volumes.ApiVolumes); kubelet.py sets them (without an
-        # API server they refuse all but the downward API).
+        # and volumes (volumes.ApiVolumes), both in api_volumes/; kubelet.py
+        # sets them when it joins a cluster. Alone there are none.
         self.env_api = None
         self.volumes = None
         self.allocatable: dict = {}      # the node's, for resourceFieldRef limits a container leaves unset

@@ -2,11 +2,12 @@
 
     GET /healthz                                   "ok", to anyone
     GET /pods                                      a PodList, with status
-    GET /metrics                                   the kubelet's own figures, in Prometheus' text format
-    GET /stats/summary                             what the node and each pod use (the Summary API)
-    GET /metrics/resource                          the same, in Prometheus' text format
     GET /containerLogs/{namespace}/{pod}/{container}?tailLines=N&follow=true&previous=true&timestamps=true
-    GET /exec/..., /attach/..., /portForward/...  kubectl exec, attach, port-forward (streaming/server.py)
+
+Later chapters' routes register here (kubelet.py passes their blueprints):
+
+    GET /metrics, /stats/summary, /metrics/resource   usage and the kubelet's figures (stats/routes.py)
+    GET /exec/..., /attach/..., /portForward/...      kubectl exec, attach, port-forward (streaming/server.py)
 
 Everything but /healthz tells about every pod on the node, logs included
 (and exec runs commands in them),
@@ -31,21 +32,24 @@ from werkzeug.serving import make_server
 import pod_config as cfg
 from common.log import EventLogger
 from common.token_file import same_token
-from kubelet_metrics import PROMETHEUS_TEXT, resource_metrics
 from pod_status import latest_two
-from streaming import server as streaming
 
 bp = Blueprint("kubelet", __name__)
+# Into the pods: exec, attach and port-forward (streaming/, chapter 02),
+# which only the API server may ask for.
+API_SERVER_ONLY = ("/exec/", "/attach/", "/portForward/")
 
 
-def create_app(kubelet, client_token: str | None = None) -> Flask:
+def create_app(kubelet, client_token: str | None = None, blueprints: tuple[Blueprint, ...] = ()) -> Flask:
     """client_token: the API server's token (--authentication-token-file);
-    None leaves the port open to anyone who reaches it."""
+    None leaves the port open to anyone who reaches it. blueprints: what
+    later chapters serve on this port, under the same token check."""
     app = Flask("kubelet")
     app.config["KUBELET"] = kubelet
     app.config["CLIENT_TOKEN"] = client_token
     app.register_blueprint(bp)
-    app.register_blueprint(streaming.bp)
+    for blueprint in blueprints:
+        app.register_blueprint(blueprint)
     return app
 
 
@@ -72,7 +76,7 @@ def only_the_api_server_or_this_machine():
     comes from its own address on the Docker bridge), gets a 401. Exec,
     attach and port-forward are the API server's alone, loopback or not."""
     expected = current_app.config["CLIENT_TOKEN"]
-    into_pods = request.path.startswith(streaming.PATHS)
+    into_pods = request.path.startswith(API_SERVER_ONLY)
     if into_pods and expected is None:      # no token to check: nobody may, rather than everybody
         return status_error(401, "Unauthorized", "exec, attach and port-forward are the API server's alone: "
                                                  "start the kubelet with --authentication-token-file")
@@ -109,24 +113,6 @@ def pods():
     return jsonify(current_app.config["KUBELET"].pod_list())
 
 
-@bp.get("/metrics")
-def metrics():
-    """How the kubelet is doing: syncs, pod starts, running pods (kubelet_metrics.py)."""
-    return Response(current_app.config["KUBELET"].metrics.exposition(), content_type=PROMETHEUS_TEXT)
-
-
-@bp.get("/stats/summary")
-def stats_summary():
-    """What the node and its pods use, read on request (stats_summary.py):
-    what the API server reads for `kubectl top`."""
-    return jsonify(current_app.config["KUBELET"].stats.summary())
-
-
-@bp.get("/metrics/resource")
-def metrics_resource():
-    return Response(resource_metrics(current_app.config["KUBELET"].stats.summary()), content_type=PROMETHEUS_TEXT)
-
-
 @bp.get("/containerLogs/<namespace>/<pod_name>/<container_name>")
 def container_logs(namespace: str, pod_name: str, container_name: str):
     kubelet = current_app.config["KUBELET"]
@@ -156,11 +142,12 @@ def container_logs(namespace: str, pod_name: str, container_name: str):
     return Response(output, mimetype="text/plain", direct_passthrough=True)
 
 
-def serve(kubelet, address: str, port: int, log: EventLogger, client_token: str | None = None):
+def serve(kubelet, address: str, port: int, log: EventLogger, client_token: str | None = None,
+          blueprints: tuple[Blueprint, ...] = ()):
     """Serve in a background thread; returns the server (its .port is real
     even when port 0 asked for any free one)."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
-    server = make_server(address, port, create_app(kubelet, client_token), threaded=True)
+    server = make_server(address, port, create_app(kubelet, client_token, blueprints), threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True, name="read-only-port").start()
     log.info("read-only port listening", obj=f"{address}:{server.port}",
              authentication="token" if client_token else None)

@@ -38,12 +38,13 @@ from tokens import AUTHENTICATED
 
 bp = Blueprint("access_review", __name__)
 GROUP_VERSION = "authorization.k8s.io/v1"
+PROTOBUF = "application/vnd.kubernetes.protobuf"   # kubectl auth can-i sends reviews so; read here, below
 
 
 @bp.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
 def self_subject_access_review():
     user = _authenticate_self("authorization.k8s.io", "selfsubjectaccessreviews")
-    if decode.media_type(request.content_type) == decode.PROTOBUF:
+    if decode.media_type(request.content_type) == PROTOBUF:
         review = {"spec": _access_spec_from_protobuf(_protobuf_spec(request.get_data()))}
     else:
         review = _json_body()
@@ -92,7 +93,7 @@ def _served(group: str, plural: str) -> registry.Resource | None:
 @bp.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
 def self_subject_rules_review():
     user = _authenticate_self("authorization.k8s.io", "selfsubjectrulesreviews")
-    if decode.media_type(request.content_type) == decode.PROTOBUF:
+    if decode.media_type(request.content_type) == PROTOBUF:
         namespace = _text(_protobuf_spec(request.get_data()).get(1, b""))   # spec.namespace
     else:
         spec = _json_body().get("spec")

@@ -14,6 +14,10 @@ accepting thread, so one silent client freezes the port. Ours gives every
 connection a thread of its own, does the handshake there, keeps connections
 alive, and puts a deadline on every read and write. BENCHMARKS.md has the
 measurements behind the choice.
+
+This is the one place that chooses what plugs into the core (hooks.py):
+extensions/ (what later chapters add, and field selectors) and what the
+real kubectl needs (kubectl_compat/; off with --no-kubectl-compat).
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ import admission
 import authorizers
 from abac import PolicyFileError
 from app import DEFAULTS, create_app
+from extensions import custom_resources, field_selectors, service_ips
 from file_store import StoreError
 from gauntlet import SecurePort
 from http_server import APIHTTPServer, Limits, tls_context
@@ -133,6 +138,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "with a 422, and DenyPrivileged, when enabled, with a 403); "
                              "--allow-privileged and --allow-privileged=true alike, as kube-apiserver takes it")
     parser.add_argument("--log-requests", action="store_true", help="log one line per HTTP request")
+    parser.add_argument("--no-kubectl-compat", dest="kubectl_compat", action="store_false",
+                        help="serve the core alone: JSON or YAML bodies, JSON answers, merge patches; no discovery, "
+                             "OpenAPI, Tables, protobuf or YAML answers (what kubectl needs)")
     return parser.parse_args(argv)
 
 
@@ -195,7 +203,7 @@ def main(argv=None) -> int:
                           "SERVICE_CLUSTER_IP_RANGE": args.service_cluster_ip_range,
                           "SERVICE_NODE_PORT_RANGE": args.service_node_port_range,
                           "SECURE_PORT": args.secure_port if args.tls_cert_file else None,
-                          "ADVERTISE_ADDRESS": advertise_address(args)})
+                          "ADVERTISE_ADDRESS": advertise_address(args)}, extensions(args))
     except (StoreError, TokenAuthFileError, TokenFileError, PolicyFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -236,6 +244,19 @@ def main(argv=None) -> int:
     server.serve_forever()
     log.info("stopped")
     return 0
+
+
+# [START extensions]
+def extensions(args) -> tuple:
+    """What plugs into the core, in order: Service IPs (chapter 05), custom
+    kinds (chapter 04) and field selectors (every kubelet's watch) always;
+    kubectl's needs unless switched off."""
+    plugged = (service_ips, custom_resources, field_selectors)
+    if not args.kubectl_compat:
+        return plugged
+    import kubectl_compat     # only here: --no-kubectl-compat loads none of it
+    return plugged + (kubectl_compat,)
+# [END extensions]
 
 
 def _check_storage_flags(args) -> str | None:

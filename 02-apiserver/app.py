@@ -4,14 +4,11 @@ As in Flask's own tutorial, the app is built by a factory, so tests can make
 a fresh one over a temporary data directory, and the command line
 (apiserver.py) is only flag parsing around it.
 
-It wires every part, so it names modules outside the core: the gauntlet
-(abac, authorizers, rbac_bootstrap, rbac_aggregation, tokens, sa_tokens,
-service_accounts, authentication, access_review, admission: part 3),
-custom_resources, service_ips and kubernetes_service (chapters 04 and 05
-use them), post_start (the defaults every server writes as it starts),
-metrics, resource_metrics (`kubectl top`), and kubectl_compat (discovery
-and OpenAPI, so kubectl can start). On a first read follow create_app's
-order and take those on trust.
+It wires the parts of this folder, naming modules outside the core: the
+gauntlet (part 3), post_start (the defaults every server writes), health,
+metrics and resource_metrics (`kubectl top`): take those on trust on a
+first read. What extends the core comes in `extensions` (apiserver.py
+picks them), and each registers itself into `server.hooks` (hooks.py).
 """
 from __future__ import annotations
 
@@ -26,15 +23,11 @@ import admission
 import api_errors
 import authentication
 import authorizers
-import custom_resources
-from kubectl_compat import discovery
-from kubectl_compat import negotiation
 import gauntlet
+import health
 import metrics
 import oidc_discovery
 import post_start
-from kubectl_compat import openapi
-from kubectl_compat import openapi_v2
 import deletion
 import rbac_aggregation
 import rbac_bootstrap
@@ -44,12 +37,12 @@ from request_context import respond
 import sa_tokens
 import service_accounts
 import tokens
+import writes
 from common.log import get_logger
 from etcd_store import EtcdStore
 from file_store import FileStore
+from hooks import Hooks
 from storage import Store
-from service_ips import ServiceAllocator
-import kubernetes_service
 from watch import WatchCounter
 
 log = get_logger("apiserver")
@@ -64,7 +57,7 @@ DEFAULTS = {
     "MAX_WATCHES": 3_000,
     "MAX_WATCH_SECONDS": 1800,        # a watch with no timeoutSeconds ends after 30-60 min
     "BOOKMARK_SECONDS": 10,
-    "SERVICE_CLUSTER_IP_RANGE": "10.96.0.0/12",     # Services' virtual IPs (chapter 05)
+    "SERVICE_CLUSTER_IP_RANGE": "10.96.0.0/12",     # Services' virtual IPs (chapter 05: extensions/service_ips.py)
     "SERVICE_NODE_PORT_RANGE": "30000-32767",
     "ADVERTISE_ADDRESS": None,        # where the `kubernetes` Service's endpoint points (with SECURE_PORT)
     "SECURE_PORT": None,
@@ -86,14 +79,15 @@ class APIServer:
     allow_privileged: bool = False
     # What this server presents to a kubelet's port (kubectl logs); None: nothing.
     kubelet_client_token: str | None = None
-    services: ServiceAllocator | None = None      # cluster IPs and node ports
+    hooks: Hooks = field(default_factory=Hooks)   # what extensions registered (hooks.py)
     token_issuer: object = None                   # ServiceAccount tokens (sa_tokens.py), if a key was given
     api_audiences: tuple[str, ...] = ()
     service_account_keys: tuple = ()              # what verifies them, published by oidc_discovery.py
     root_ca: str | None = None                    # the PEM kube-root-ca.crt publishes
 
 
-def create_app(config: dict | None = None) -> Flask:
+def create_app(config: dict | None = None, extensions: tuple = ()) -> Flask:
+    """The server; `extensions` are modules with an init_app(app) (apiserver.py picks them)."""
     app = Flask(__name__)
     app.config.update(DEFAULTS)
     app.config.update(config or {})
@@ -107,8 +101,8 @@ def create_app(config: dict | None = None) -> Flask:
         max_watch_seconds=app.config["MAX_WATCH_SECONDS"], bookmark_seconds=app.config["BOOKMARK_SECONDS"],
         admission_plugins=tuple(app.config.get("ADMISSION_PLUGINS") or admission.DEFAULT_PLUGINS),
         allow_privileged=bool(app.config.get("ALLOW_PRIVILEGED")),
-        kubelet_client_token=app.config.get("KUBELET_CLIENT_TOKEN"),
-        services=ServiceAllocator(store, app.config["SERVICE_CLUSTER_IP_RANGE"], app.config["SERVICE_NODE_PORT_RANGE"]))
+        kubelet_client_token=app.config.get("KUBELET_CLIENT_TOKEN"))
+    server.hooks.patchers["application/merge-patch+json"] = writes.merge_patch   # the core's one PATCH format
     if app.config.get("TOKEN_AUTH_FILE"):
         server.authenticator = tokens.TokenAuthenticator(app.config["TOKEN_AUTH_FILE"], app.config.get("ANONYMOUS_AUTH"))
     sa_tokens.set_up(app.config, server)      # --service-account-* flags: tokens for pods
@@ -123,15 +117,17 @@ def create_app(config: dict | None = None) -> Flask:
     deletion.resume_namespace_deletions(server)
     post_start.ensure_system_namespaces(store)   # default, kube-system, kube-public, kube-node-lease
     service_accounts.ensure_all_namespaces(server)      # with NoControllerManager: `default`, the CA
-    kubernetes_service.ensure(store, server.services, app.config["ADVERTISE_ADDRESS"], app.config["SECURE_PORT"])
-    custom_resources.start(server)    # serve the kinds stored CustomResourceDefinitions define
+    for extension in extensions:       # Service IPs, custom kinds, field selectors, kubectl_compat
+        extension.init_app(app)
 
     # The fixed paths first; rest's catch-all /api/... and /apis/... last (metrics.k8s.io is not stored).
-    for part in (discovery, openapi, openapi_v2, access_review, oidc_discovery, metrics, resource_metrics, rest):
+    for part in (health, access_review, oidc_discovery, metrics, resource_metrics, rest):
         app.register_blueprint(part.bp)
     metrics.install(app)       # first, so it counts what the gauntlet refuses too
     gauntlet.install(app)
-    negotiation.install(app)   # Accept: JSON, YAML, or 406 NotAcceptable
+    app.before_request(server.hooks.negotiate or rest.accept_json_only)   # Accept: a format we have, or 406
+    if server.hooks.encode_answer:
+        app.after_request(server.hooks.encode_answer)                     # JSON rewritten as YAML, if asked
     _register_error_handlers(app)
     return app
 

@@ -9,10 +9,10 @@ request's `fieldValidation` asks (kubectl sends Strict):
     Ignore  -> accepted, unknown fields dropped silently
 
 Calls out of the core, to take on trust on a first read: `body_limits`
-(what no body may be: too deep, not UTF-8, a YAML bomb), `kubectl_compat`'s
-`protobuf` (kubectl 1.32 and 1.33 send some bodies as protobuf), `type_check`
-(a string where a number belongs is a 400 with Go's text) and
-`field_validation` (the unknown-field checks above).
+(what no body may be: too deep, not UTF-8, a YAML bomb), and what is
+registered in `server().hooks` (hooks.py): other body formats (kubectl 1.32
+and 1.33 send some as protobuf), type checks (a string where a number
+belongs is a 400 with Go's text) and which fields a kind has.
 """
 from __future__ import annotations
 
@@ -22,12 +22,9 @@ import re
 
 import api_errors
 import body_limits
-from kubectl_compat import field_validation
-from kubectl_compat import protobuf
-from kubectl_compat import type_check
+from request_context import server
 
 JSON_TYPES = ("application/json", "application/yaml")
-PROTOBUF = "application/vnd.kubernetes.protobuf"
 _INDEX = re.compile(r"^(.*)\[(\d+)\]$")
 _INT64 = re.compile(r"[+-]?[0-9]{1,19}")
 
@@ -55,19 +52,24 @@ def parse_body(body: bytes, content_type: str) -> object:
 
 def decode_object(body: bytes, content_type: str, resource) -> dict:
     """The body of a create or update: one object, of this URL's kind."""
-    if media_type(content_type) == PROTOBUF:
-        # kubectl's typed generators (create namespace, create deployment,
-        # create configmap, ...) send protobuf; protobuf.py reads it into
-        # the JSON object the same command would have sent as JSON.
-        obj = protobuf.object_from_request(body, resource)
-        check_kind(obj, resource)
-        return obj
-    if media_type(content_type) not in JSON_TYPES:
-        raise api_errors.unsupported_media_type(content_type, ("application/json", "application/yaml"))
-    obj = parse_body(body, content_type)
+    registered = media_type(content_type) in server().hooks.decoders     # protobuf, from kubectl
+    if not registered and media_type(content_type) not in JSON_TYPES:
+        raise api_errors.unsupported_media_type(content_type, JSON_TYPES)
+    obj = decode_any(body, content_type, resource)
     check_kind(obj, resource)
-    check_types(obj, resource)
+    if not registered:     # a registered decoder (protobuf) checks the types it reads itself
+        for check in server().hooks.object_checks:  # a field of the wrong type: 400
+            check(obj, resource)
     return obj
+
+
+def decode_any(body: bytes, content_type: str | None, resource):
+    """A body in a registered format (read into the JSON object the same
+    command would have sent as JSON), else JSON or YAML text."""
+    decoder = server().hooks.decoders.get(media_type(content_type))
+    if decoder is not None:
+        return decoder(body, resource)
+    return parse_body(body, content_type or "application/json")
 
 
 def loads_json(text: bytes | str):
@@ -90,29 +92,6 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def check_types(obj: dict, resource) -> None:
-    """Refuse a field whose JSON type the published schema does not allow.
-
-    Kubernetes finds these while decoding into its Go structs, before
-    admission and validation, and answers 400 BadRequest (not validation's
-    422) with the Go decoder's text, which we reproduce:
-
-        Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal
-        array into Go struct field NodeAffinity.spec.affinity.nodeAffinity... of type v1.NodeSelector
-
-    Go's path has no indices; `details.causes` (which Kubernetes leaves out
-    here) carries ours, spec.containers[0].ports[0].containerPort."""
-    mismatch = type_check.first_mismatch(resource.group, resource.version, resource.kind, obj)
-    if mismatch is not None:
-        raise api_errors.APIError(
-            400, "BadRequest", f'{resource.kind} in version "{resource.version}" cannot be handled as a '
-            f"{resource.kind}: {mismatch.decoder_message()}", {"causes": [type_cause(mismatch)]})
-
-
-def type_cause(mismatch: type_check.Mismatch) -> dict:
-    return {"reason": "FieldValueInvalid", "message": mismatch.decoder_message(), "field": mismatch.path}
-
-
 def check_kind(obj, resource, kind: str | None = None, api_version: str | None = None) -> None:
     """Fill apiVersion/kind when absent (the Python client omits them); refuse a mismatch."""
     kind = kind or resource.kind
@@ -131,23 +110,25 @@ def check_kind(obj, resource, kind: str | None = None, api_version: str | None =
 
 # [START field-validation]
 def apply_field_validation(obj: dict, body: bytes, resource, mode: str) -> list[str]:
-    """Check `obj` against the published schema; returns Warning header texts."""
+    """Unknown and duplicate fields, as ?fieldValidation= asks; returns Warning
+    header texts. Which fields a kind has, the registered schemas say."""
     mode = mode or "Warn"                # Kubernetes' default when the client says nothing
     if mode not in ("Strict", "Warn", "Ignore"):
         raise api_errors.bad_request(f"fieldValidation must be Strict, Warn or Ignore, not {mode!r}")
+    hooks = server().hooks
     try:
-        unknown = field_validation.unknown_fields(resource.group, resource.version, resource.kind, obj)
+        unknown = [path for find in hooks.unknown_fields for path in find(resource, obj)]
     except RecursionError:
         raise api_errors.bad_request("the request body is nested too deeply") from None
     duplicates = []
-    if mode != "Ignore" and body.lstrip()[:1] == b"{":   # YAML bodies go through common.manifests, which refuses duplicates
-        duplicates = field_validation.find_duplicate_fields(body)
-    if mode == "Strict" and (unknown or duplicates):
-        raise api_errors.bad_request(
-            f'{resource.kind} in version "{resource.version}" cannot be handled as a {resource.kind}: '
-            + field_validation.strict_error_message(unknown, duplicates))
+    if mode != "Ignore" and hooks.duplicate_fields and body.lstrip()[:1] == b"{":   # YAML: refused by common.manifests
+        duplicates = hooks.duplicate_fields(body)
+    problems = [f'unknown field "{p}"' for p in unknown] + [f'duplicate field "{p}"' for p in duplicates]
+    if mode == "Strict" and problems:
+        raise api_errors.bad_request(f'{resource.kind} in version "{resource.version}" cannot be handled '
+                                     f'as a {resource.kind}: strict decoding error: ' + ", ".join(problems))
     drop_fields(obj, unknown)            # typed decoding in Kubernetes drops them too
-    return field_validation.warnings(unknown, duplicates) if mode == "Warn" else []
+    return problems if mode == "Warn" else []
 # [END field-validation]
 
 
@@ -168,17 +149,6 @@ def _walk(value, parts: list[str]):
         if index is not None:
             value = value[index] if isinstance(value, list) and index < len(value) else None
     return value
-
-
-def query_resource_version(args) -> int | None:
-    """?resourceVersion=N: None when absent or "0" (any version will do),
-    else a positive whole number; 400 for anything else, list or watch."""
-    raw = args.get("resourceVersion", "")
-    if raw in ("", "0"):
-        return None
-    if not (raw.isascii() and raw.isdigit() and len(raw) < 20) or int(raw) == 0:
-        raise api_errors.bad_request(f"resourceVersion must be a positive number, not {raw!r}")
-    return int(raw)
 
 
 def query_int(args, name: str, default: int | None = None, minimum: int = 0) -> int | None:

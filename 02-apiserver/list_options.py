@@ -80,7 +80,7 @@ def _check_list_options(store, args) -> int:
     _refuse(errors)
     if args.get("continue") and version not in ("", "0"):
         raise api_errors.bad_request("specifying resource version is not allowed when using continue")
-    rv = decode.query_resource_version(args)
+    rv = query_resource_version(args)
     if rv is None:
         return 0
     wait_for_version(store, rv)
@@ -91,7 +91,7 @@ def watch_from(store, args) -> int | None:
     """The version a watch starts after (None: none given), once reached."""
     if args.get("resourceVersionMatch"):
         _refuse([forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch")])
-    rv = decode.query_resource_version(args)
+    rv = query_resource_version(args)
     if rv is not None:
         wait_for_version(store, rv)
     return rv
@@ -116,3 +116,14 @@ def _refuse(errors: list) -> None:
         error = api_errors.invalid("", "ListOptions.meta.k8s.io", "", errors)
         error.details.update(group="meta.k8s.io", kind="ListOptions")
         raise error
+
+
+def query_resource_version(args) -> int | None:
+    """?resourceVersion=N: None when absent or "0" (any version will do),
+    else a positive whole number; 400 for anything else, list or watch."""
+    raw = args.get("resourceVersion", "")
+    if raw in ("", "0"):
+        return None
+    if not (raw.isascii() and raw.isdigit() and len(raw) < 20) or int(raw) == 0:
+        raise api_errors.bad_request(f"resourceVersion must be a positive number, not {raw!r}")
+    return int(raw)

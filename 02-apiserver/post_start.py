@@ -2,7 +2,7 @@
 
 kube-apiserver runs post-start hooks that write the cluster's defaults:
 the system namespaces (here), the `kubernetes` Service and its Endpoints
-(kubernetes_service.py), RBAC's default roles and bindings
+(extensions/kubernetes_service.py), RBAC's default roles and bindings
 (rbac_bootstrap.py). Each server writes them, since any may be the first.
 
 API servers that share one etcd (part 8) and start together race to write

@@ -84,7 +84,7 @@ RESOURCES: tuple[Resource, ...] = (
     # Kubelets' heartbeats (kube-node-lease/<node>) and leader election.
     Resource("coordination.k8s.io", "v1", "Lease", "leases", True),
     Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
-             ("crd", "crds"), ("status",), ("api-extensions",)),    # your own kinds: custom_resources.py
+             ("crd", "crds"), ("status",), ("api-extensions",)),    # your own kinds: extensions/custom_resources.py
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces
 )
 # [END resource-table]
@@ -126,7 +126,7 @@ _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES + METRICS}
 _BY_KIND = {(r.group, r.kind): r for r in RESOURCES + METRICS}
 
 # Kinds defined at run time by CustomResourceDefinitions, by URL path:
-# custom_resources.py replaces the whole table (never changes it) whenever
+# extensions/custom_resources.py replaces the whole table (never changes it) whenever
 # a definition is established or goes. The static table above never
 # changes; every lookup below sees both.
 _custom: dict[tuple[str, str, str], Resource] = {}
@@ -160,17 +160,3 @@ def lookup(group: str, version: str, plural: str) -> Resource | None:
 def for_kind(group: str, kind: str) -> Resource | None:
     custom = (r for r in _custom.values() if (r.group, r.kind) == (group, kind))
     return _BY_KIND.get((group, kind)) or next(custom, None)
-
-
-def group_versions() -> dict[str, list[str]]:
-    """{"": ["v1"], "apps": ["v1"], ...} in the order of RESOURCES, custom groups last."""
-    out: dict[str, list[str]] = {}
-    for r in served():
-        versions = out.setdefault(r.group, [])
-        if r.version not in versions:
-            versions.append(r.version)
-    return out
-
-
-def in_group_version(group: str, version: str) -> list[Resource]:
-    return [r for r in served() if r.group == group and r.version == version]

@@ -5,11 +5,11 @@ turns an object into the JSON answer, and the helpers below read what a
 request asks for (the object it names, ?dryRun, the selectors). Nothing
 here decides anything: rest.py routes, writes.py and deletion.py act.
 
-Calls out of the core, to take on trust: `common.selectors` and
-`kubectl_compat.field_selectors` parse ?labelSelector and ?fieldSelector.
-`server()` returns app.py's `APIServer`: its `store`, its `watches`
-limit, `max_watch_seconds` and `bookmark_seconds` for watch.py, and
-`services` (Service IPs) for writes.py.
+Calls out of the core, to take on trust: `common.selectors` parses
+?labelSelector, and the registered hooks ?fieldSelector. `server()`
+returns app.py's `APIServer`: its `store`, its `watches` limit,
+`max_watch_seconds` and `bookmark_seconds` for watch.py, and `hooks`
+(hooks.py), what extensions registered.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from flask import Response, current_app, request
 
 import api_errors
 from common.selectors import SelectorError, parse_selector
-from kubectl_compat.field_selectors import parse_field_selector
 
 
 def server():
@@ -47,7 +46,7 @@ def selectors(info):
         labels = parse_selector(request.args.get("labelSelector", ""))
     except SelectorError as error:
         raise api_errors.bad_request(f"invalid labelSelector: {error}") from None
-    fields = parse_field_selector(request.args.get("fieldSelector"), info.resource)
+    fields = server().hooks.parse_field_selector(request.args.get("fieldSelector"), info.resource)
     return labels, fields
 
 

@@ -5,7 +5,7 @@
     GET /apis/metrics.k8s.io/v1beta1/nodes[/{name}]                  NodeMetrics
 
     kubectl top pods -> API server -> each node's kubelet: GET /stats/summary
-                                   -> the containers' cgroups (01-kubelet/resource_usage.py)
+                                   -> the containers' cgroups (01-kubelet/stats/resource_usage.py)
 
 Nothing is stored. A request lists the pods (or nodes) it names from the
 store, asks the kubelets of their nodes for their Summary, all at once,
@@ -52,7 +52,7 @@ GROUP_VERSION = "metrics.k8s.io/v1beta1"
 PODS = registry.lookup("", "v1", "pods")
 NODE_METRICS = registry.lookup("metrics.k8s.io", "v1beta1", "nodes")
 # The kubelet rates CPU between its readings, at least this far apart
-# (01-kubelet/stats_summary.py RESOLUTION). The window is reported as
+# (01-kubelet/stats/stats_summary.py RESOLUTION). The window is reported as
 # that: it is longer after a spell in which nobody asked, which the
 # Summary does not tell.
 WINDOW = "10s"

@@ -22,7 +22,7 @@ Calls out of the core, to take on trust on a first read: `gauntlet`
 (part 3: who is asking, may they), `subresources` (part 3: /scale,
 /binding, /log), `connect` (part 7: /exec, /attach, /portforward),
 `list_options` (?resourceVersionMatch and the like, as Kubernetes checks
-them) and `kubectl_compat.printers` (a list as kubectl's Table).
+them) and the registered `hooks.table` (a list as kubectl's Table).
 """
 from __future__ import annotations
 
@@ -41,13 +41,13 @@ import subresources
 import token_request
 import watch
 from deletion import delete, delete_collection
-from kubectl_compat import printers
 from request_context import existing, respond, selectors, server
 from writes import create, finalize, patch, update
 
 bp = Blueprint("rest", __name__)
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+_JSON_ACCEPTS = ("application/json", "application/*", "*/*")   # in an Accept, before any `;`: JSON allowed
 
 
 # [START request-path]
@@ -67,24 +67,29 @@ def serve_resource(path: str):
 # [END request-path]
 
 
+def accept_json_only() -> None:
+    """Unless a negotiation is registered: 406 to a request for objects whose
+    Accept allows no JSON, as Kubernetes answers for a format it does not serve."""
+    if request_info.is_resource_path(request.path) and request.accept_mimetypes \
+            and request.path.rsplit("/", 1)[-1] not in ("log", "exec", "attach", "portforward") \
+            and not any(weight > 0 and value.split(";")[0].strip().lower() in _JSON_ACCEPTS
+                        for value, weight in request.accept_mimetypes):
+        raise api_errors.APIError(406, "NotAcceptable", "only the following media types are accepted: application/json")
+
+
 # ----- reads -----
 
-def _wants_table() -> bool:
-    return "as=Table" in request.headers.get("Accept", "")
-
-
-def _include_object() -> str:
-    value = request.args.get("includeObject", "Metadata")
-    if value not in ("None", "Metadata", "Object"):
-        raise api_errors.bad_request(f"includeObject must be None, Metadata or Object, not {value!r}")
-    return value
+def _table():
+    """kubectl asks for a Table first and JSON next: the registered printer for
+    this request (hooks.table), or None for plain JSON."""
+    wanted = "as=Table" in request.headers.get("Accept", "") and server().hooks.table
+    return server().hooks.table() if wanted else None
 
 
 def get_one(info):
     obj = existing(info)
-    if _wants_table():
-        return respond(printers.to_table(info.resource, [obj], None, _include_object()))
-    return respond(obj)
+    table = _table()
+    return respond(table(info.resource, [obj], None) if table else obj)
 
 
 def list_objects(info):
@@ -94,8 +99,8 @@ def list_objects(info):
     items, rv = list_options.read_list(server().store, info, request.args, snapshot)
     items = [o for o in items if labels.matches(o["metadata"].get("labels")) and fields.matches(o)]
     items, metadata = _paginate(items, rv, after)
-    if _wants_table():
-        return respond(printers.to_table(info.resource, items, metadata, _include_object()))
+    if table := _table():
+        return respond(table(info.resource, items, metadata))
     return respond({"kind": info.resource.list_kind, "apiVersion": info.resource.api_version,
                     "metadata": metadata, "items": items})
 
@@ -135,7 +140,7 @@ def _paginate(items: list[dict], rv: int, after: tuple) -> tuple[list[dict], dic
 
 def watch_objects(info):
     labels, fields = selectors(info)
-    return watch.stream(server(), info, labels, fields, _wants_table(), _include_object())
+    return watch.stream(server(), info, labels, fields, _table())
 
 
 _HANDLERS = {

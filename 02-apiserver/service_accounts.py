@@ -19,7 +19,7 @@ Kubernetes:
    container gets the projected volume `kube-api-access-xxxxx` at
    /var/run/secrets/kubernetes.io/serviceaccount: a token, the CA, and the
    namespace.
-3. The kubelet fills that volume in (01-kubelet/api_volumes.py), asking
+3. The kubelet fills that volume in (01-kubelet/api_volumes/volumes.py), asking
    for the token with a TokenRequest (token_request.py).
 
 One difference: this server adds the volume only when it can sign tokens

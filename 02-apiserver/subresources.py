@@ -16,7 +16,6 @@ from flask import Response, request
 import api_errors
 import decode
 import objects
-from kubectl_compat import patches
 import registry
 import writes
 from request_context import dry_run, existing, respond, server
@@ -82,7 +81,7 @@ def update_scale(info):
 def patch_scale(info):
     body = request.get_data()
     kind = decode.media_type(request.content_type)
-    return _change_scale(info, lambda scale: patches.apply_patch(
+    return _change_scale(info, lambda scale: server().hooks.patch(
         kind, scale, body, "autoscaling", "v1", "Scale", request.args.get("fieldManager", "")))
 
 

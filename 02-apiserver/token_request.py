@@ -24,7 +24,6 @@ import api_errors
 import decode
 import node_restriction
 import objects
-from kubectl_compat import protobuf
 from common import field_errors
 from request_context import respond, server
 from sa_tokens import NODES, PODS, SERVICE_ACCOUNTS
@@ -78,10 +77,7 @@ def create_token(info):
     if issuer is None:
         raise api_errors.APIError(404, "NotFound", "this API server issues no ServiceAccount tokens: start it "
                                   "with --service-account-signing-key-file (make certs writes .certs/sa.key)")
-    if decode.media_type(request.content_type) == decode.PROTOBUF:      # kubectl create token sends protobuf
-        body = protobuf.object_from_request(request.get_data(), info.resource)
-    else:
-        body = decode.parse_body(request.get_data(), request.content_type or "application/json")
+    body = decode.decode_any(request.get_data(), request.content_type, info.resource)   # kubectl create token: protobuf
     if not isinstance(body, dict):
         raise api_errors.bad_request("the body must be a TokenRequest object")
     spec = {k: v for k, v in (body.get("spec") or {}).items() if v is not None}   # protobuf: unset is None

@@ -14,9 +14,9 @@ history is read back from its event log). If that version is older than the
 server's kept history, it gets an ERROR event with a 410 Gone status and
 must list again.
 
-Calls out of the core, to take on trust on a first read:
-`kubectl_compat.printers` turns each event's object into a Table row when
-`kubectl get -w` asks for tables; `list_options` checks the version.
+Calls out of the core, to take on trust on a first read: the registered
+`hooks.table` turns each event's object into a Table row when `kubectl
+get -w` asks for tables; `list_options` checks the version.
 """
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ from flask import Response, request
 import api_errors
 import decode
 import list_options
-from kubectl_compat import printers
 from watch_cache import Expired, encode_event
 
 
@@ -68,7 +67,8 @@ def _client_gone(sock) -> bool:
         return True
 
 
-def stream(server, info, labels, fields, as_table: bool, include_object: str) -> Response:
+def stream(server, info, labels, fields, table=None) -> Response:
+    """`table`: kubectl's Table printer, when `kubectl get -w` asked for one (rest._table)."""
     args = request.args
     timeout = decode.query_int(args, "timeoutSeconds", None)
     if not timeout:                          # absent or 0: the server's default
@@ -88,8 +88,8 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
             and labels.matches(obj["metadata"].get("labels")) and fields.matches(obj)
 
     def encode(kind: str, obj: dict) -> bytes:
-        if as_table:
-            return encode_event(kind, printers.to_table(resource, [obj], None, include_object))
+        if table:
+            return encode_event(kind, table(resource, [obj], None))
         return encode_event(kind, obj)
 
     # [START watch-loop]
@@ -124,7 +124,7 @@ def stream(server, info, labels, fields, as_table: bool, include_object: str) ->
                     # it appeared or disappeared.
                     yield encode("ADDED" if now else "DELETED", event.obj)
                 elif now:
-                    yield event.encoded() if not as_table else encode(event.type, event.obj)
+                    yield event.encoded() if not table else encode(event.type, event.obj)
                 else:
                     continue
                 last_sent = time.monotonic()

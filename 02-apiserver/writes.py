@@ -6,40 +6,39 @@ validating admission; ours has one admission step, before it); update and
 patch go through `update_object`, which the subresources (/status, /scale, /binding) use too.
 
 Calls out of the core, to take on trust on a first read: `admission`
-(part 3: plugins that may change or refuse the object), `custom_resources`
-(chapter 04's own kinds: None/no-ops for a built-in kind) and
-`kubectl_compat.patches` (the four PATCH formats, each giving a new object);
-a Service's cluster IP and node ports come from `server().services`
-(service_ips.py, chapter 05).
+(part 3: plugins that may change or refuse the object), and what is
+registered in `server().hooks` (hooks.py): the PATCH formats beyond a JSON
+merge patch, a custom kind's validation and defaults (chapter 04), a
+Service's cluster IP and node ports (chapter 05).
 """
 from __future__ import annotations
 
 import contextlib
 import copy
 
+import json_merge_patch
 from flask import g, request
 
 import admission
 import api_errors
-import custom_resources
+import body_limits
 import decode
 import objects
 import rbac_escalation
 import service_accounts
 from authentication import INSECURE_USER
 from deletion import finish_deletion_if_done
-from kubectl_compat import patches
 from privileged import privileged_errors
 from request_context import dry_run, respond, server
 from common.defaults import apply_defaults
 from common.validate import validate_object, validate_status_update
-from common.field_errors import invalid, too_long
+from common.field_errors import invalid
 
 
 def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresource: str = "") -> None:
     """Admission plugins, then the kind's validation: 422 with every field error."""
     admission.admit(server(), obj, old, info, operation)
-    errors = custom_resources.validate(info.resource, obj, old, subresource)   # None: a built-in kind
+    errors = server().hooks.validate(info.resource, obj, old, subresource)   # None: a built-in kind
     if errors is None:
         validate = validate_status_update if subresource == "status" else validate_object
         errors = validate(info.resource.group, info.resource.kind, obj, old, namespaced=info.resource.namespaced)
@@ -51,35 +50,9 @@ def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresour
     rbac_escalation.check(server(), g.get("user") or INSECURE_USER, obj, old, info)
 
 
-# Kubernetes' limit (FieldManagerMaxLength): a manager's name is stored in
-# every managedFields entry it owns.
-FIELD_MANAGER_MAX_BYTES = 128
-
-
-def _check_write_options(options_kind: str) -> None:
-    """The query of a write is a CreateOptions, UpdateOptions or PatchOptions
-    object to Kubernetes, validated before the body is read: 422 with
-    `CreateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: ...`."""
-    manager = request.args.get("fieldManager", "")
-    errors = []
-    if len(manager.encode()) > FIELD_MANAGER_MAX_BYTES:
-        errors.append(too_long("fieldManager", manager, FIELD_MANAGER_MAX_BYTES))
-    for index, char in enumerate(manager):
-        if not char.isprintable():    # Go counts the position in bytes, as we do
-            position = len(manager[:index].encode())
-            errors.append(invalid("fieldManager", manager,
-                                  f"invalid character U+{ord(char):04X} (at position {position})"))
-    if errors:
-        error = api_errors.invalid("", f"{options_kind}.meta.k8s.io", "", errors)
-        error.details.update(group="meta.k8s.io", kind=options_kind)
-        raise error
-
-
 def _field_validation(obj: dict, body: bytes, resource) -> list[str]:
-    """Unknown and duplicate fields per ?fieldValidation=: the published
-    schema of a built-in kind, the openAPIV3Schema of a custom one."""
-    mode = request.args.get("fieldValidation")
-    warnings = decode.apply_field_validation(obj, body, resource, mode) + custom_resources.prune(obj, resource, mode)
+    """Unknown and duplicate fields per ?fieldValidation=, as the registered schemas know them."""
+    warnings = decode.apply_field_validation(obj, body, resource, request.args.get("fieldValidation"))
     g.field_warnings = warnings     # sent with a refusal too (app.py): a dropped field may be its cause
     return warnings
 
@@ -99,7 +72,7 @@ def _set_namespace(obj: dict, info) -> None:
 def create(info):
     if info.resource.namespaced and not info.namespace:
         raise api_errors.method_not_allowed(f"create {info.resource} in a namespace: .../namespaces/NAMESPACE/{info.resource.plural}")
-    _check_write_options("CreateOptions")
+    server().hooks.check_options("CreateOptions")
     body = request.get_data()
     return _store_create(info, decode.decode_object(body, request.content_type, info.resource), body)
 
@@ -109,7 +82,7 @@ def _store_create(info, obj: dict, body: bytes):
     warnings = _field_validation(obj, body, info.resource)
     _set_namespace(obj, info)
     objects.prepare_for_create(obj, info.resource)
-    obj = custom_resources.apply_defaults(info.resource, apply_defaults(info.resource.group, info.resource.kind, obj))
+    obj = server().hooks.apply_defaults(info.resource, apply_defaults(info.resource.group, info.resource.kind, obj))
     with _allocating(info, obj):                      # a Service's cluster IP, held until stored
         _admit_validate(obj, None, info, "CREATE")
         objects.finish_create(obj, info.resource)
@@ -124,15 +97,13 @@ def _store_create(info, obj: dict, body: bytes):
 
 
 def _allocating(info, obj: dict, old: dict | None = None):
-    """What the API server hands out with an object: a Service's cluster IP
-    and node ports (service_ips.py). Nothing for other kinds."""
-    if (info.resource.group, info.resource.kind) == ("", "Service") and info.subresource != "status":
-        return server().services.allocating(obj, old, dry_run=dry_run())
-    return contextlib.nullcontext(obj)
+    """What the API server hands out with an object, held until it is stored:
+    a Service's cluster IP and node ports (registered: extensions/service_ips.py)."""
+    return server().hooks.allocating(info.resource, info.subresource, obj, old, dry_run())
 
 
 def update(info):
-    _check_write_options("UpdateOptions")
+    server().hooks.check_options("UpdateOptions")
     body = request.get_data()
     sent = decode.decode_object(body, request.content_type, info.resource)
     warnings = _field_validation(sent, body, info.resource)
@@ -152,26 +123,23 @@ def update(info):
 
 
 def patch(info):
-    _check_write_options("PatchOptions")
+    server().hooks.check_options("PatchOptions")
     body = request.get_data()
     content_type = decode.media_type(request.content_type)
-    custom_resources.check_patch_type(info.resource, content_type)
+    for check in server().hooks.patch_checks:   # kinds and subresources that take fewer types (custom kinds)
+        check(info.resource, info.subresource, content_type)
     manager = request.args.get("fieldManager", "")
     force = request.args.get("force") in ("true", "1")
-    if content_type == "application/apply-patch+yaml" and info.subresource:
-        # Our apply tracks spec and metadata only; say so rather than do nothing.
-        raise api_errors.bad_request(f"server-side apply to {info.resource}/{info.subresource} is not supported "
-                                     "by this server: send a merge or strategic merge patch instead")
     current = server().store.get(info.resource, info.namespace, info.name)
-    if current is None and content_type == "application/apply-patch+yaml" and not info.subresource:
-        return _apply_create(info, body, manager, force)
+    if current is None and content_type in server().hooks.creating_patches:
+        return _patch_create(info, content_type, body, manager, force)    # server-side apply of a new object
     if current is None:
         raise api_errors.not_found(info.resource, info.name)
     warnings: list[str] = []
 
     def patched(current: dict) -> dict:
-        new = patches.apply_patch(content_type, current, body, info.resource.group,
-                                  info.resource.version, info.resource.kind, manager, force)
+        new = server().hooks.patch(content_type, current, body, info.resource.group,
+                                   info.resource.version, info.resource.kind, manager, force)
         decode.check_kind(new, info.resource)
         if new["metadata"].get("name") != info.name:
             raise api_errors.bad_request("a patch may not change metadata.name")
@@ -193,12 +161,10 @@ def _check_uid_unchanged(new: dict, current: dict, info) -> None:
                                  [invalid("metadata.uid", uid, "field is immutable")])
 
 
-def _apply_create(info, body: bytes, manager: str, force: bool):
-    """Server-side apply of an object that does not exist yet is a create."""
-    if not manager:
-        raise api_errors.bad_request("PATCH with application/apply-patch+yaml requires the fieldManager query parameter")
-    obj = patches.apply_patch("application/apply-patch+yaml", None, body, info.resource.group,
-                              info.resource.version, info.resource.kind, manager, force)
+def _patch_create(info, content_type: str, body: bytes, manager: str, force: bool):
+    """A patch type that creates what is missing (server-side apply): a create."""
+    obj = server().hooks.patch(content_type, None, body, info.resource.group,
+                               info.resource.version, info.resource.kind, manager, force)
     decode.check_kind(obj, info.resource)
     obj["metadata"]["name"] = info.name
     return _store_create(info, obj, body)
@@ -226,10 +192,11 @@ def update_object(info, change, subresource: str = "") -> dict:
         sent = (changed.get("metadata") or {}).get("resourceVersion")
         if sent and sent != old["metadata"]["resourceVersion"]:
             raise api_errors.conflict(info.resource, info.name)
-        custom_resources.check_unconditional_update(info.resource, info.name, sent)
+        for check in server().hooks.update_checks:   # a custom kind's update must name a version
+            check(info.resource, info.name, sent)
         # Defaults first, as Kubernetes applies them when it decodes: a PUT
         # that leaves out a defaulted field has not changed the spec.
-        new = custom_resources.apply_defaults(
+        new = server().hooks.apply_defaults(
             info.resource, apply_defaults(info.resource.group, info.resource.kind, changed))
         new = objects.prepare_for_update(new, old, info.resource, subresource)
         reservations.close()                  # a retry lets go of what the last try reserved
@@ -247,6 +214,15 @@ def update_object(info, change, subresource: str = "") -> dict:
     return finish_deletion_if_done(server(), info.resource, stored)[0]
 
 
+def merge_patch(media_type: str, live: dict | None, body: bytes, *_schema_and_manager) -> dict:
+    """The core's one PATCH format, a JSON merge patch (RFC 7386): it needs no
+    schema, so a plain client can patch any kind. kubectl_compat adds three."""
+    patch = decode.parse_body(body, "application/json")
+    if not isinstance(patch, dict):
+        raise api_errors.bad_request("merge patch must be a JSON object")
+    return body_limits.check_depth(json_merge_patch.merge(copy.deepcopy(live or {}), patch), "the patched object")
+
+
 class _DryRunResult(Exception):
     def __init__(self, obj):
         self.obj = obj
@@ -258,7 +234,7 @@ def finalize(info):
     A namespace's own finalizers say who must act before it goes; the
     namespace controller removes "kubernetes" here once the namespace is
     empty. When none is left, a terminating namespace goes."""
-    _check_write_options("UpdateOptions")
+    server().hooks.check_options("UpdateOptions")
     sent = decode.decode_object(request.get_data(), request.content_type, info.resource)
     if sent["metadata"].get("name", info.name) != info.name:
         raise api_errors.bad_request(f"the name of the object ({sent['metadata']['name']}) does not match "

@@ -57,7 +57,8 @@ import aiohttp
 
 from common.client import APIClient, APIConnectionError
 from common.kubeconfig import Connection
-from common.loader import load_module
+from common.bench_tools import call, percentile, populate, print_rows, start_apiserver
+from common.bench_tools import machine as processor_and_cores
 from common.processes import stop_within
 
 HERE = Path(__file__).resolve().parent
@@ -65,15 +66,11 @@ SCHEDULER = HERE / "scheduler.py"
 BIND_CLIENTS = 16          # the scheduler's default --bind-workers: bindings in flight at once
 
 
-# 02-apiserver/benchmarks/bench.py by path: it has the same module name as ours.
-ch02 = load_module(HERE.parent / "02-apiserver" / "benchmarks" / "bench.py", "apiserver_bench")
-percentile, call, start_apiserver, populate = ch02.percentile, ch02.call, ch02.start_apiserver, ch02.populate
-
-
 # ----- objects -----
 
 def node(name: str) -> dict:
-    """A Node as a kubelet registers it: room for 40 of ch02's pods by cpu, 110 by count."""
+    """A Node as a kubelet registers it: room for 40 of the benchmark's pods
+    (common/bench_tools.pod) by cpu, 110 by count."""
     allocatable = {"cpu": "4", "memory": "16Gi", "pods": "110"}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
@@ -107,7 +104,7 @@ async def post_all(port: int, requests: list[tuple[str, dict]], concurrency: int
 
 
 def timed_populate(port: int, namespace: str, count: int, concurrency: int) -> tuple[float, float]:
-    """Create pod-0..pod-(count-1) with chapter 02's populate(); (start, end) in monotonic time."""
+    """Create pod-0..pod-(count-1) with common/bench_tools' populate(); (start, end) in monotonic time."""
     began = time.monotonic()
     asyncio.run(populate(port, namespace, 0, count, concurrency))
     return began, time.monotonic()
@@ -330,7 +327,7 @@ def top_functions(path: Path, count: int = 14) -> str:
 
 def machine() -> str:
     memory = re.search(r"^MemTotal:\s+(\d+) kB", Path("/proc/meminfo").read_text(), re.M)
-    return f"{ch02.machine()}, {int(memory.group(1)) / 1024 ** 2:.0f} GB RAM, Python {platform.python_version()}"
+    return f"{processor_and_cores()}, {int(memory.group(1)) / 1024 ** 2:.0f} GB RAM, Python {platform.python_version()}"
 
 
 def p50_p99(values: list, unit: float, digits: int = 1) -> str:
@@ -493,7 +490,7 @@ def main() -> int:
           f"{args.pods:,} pods (10m cpu, 16Mi each), created by {args.clients} clients (aiohttp); "
           f"the scheduler: 03-scheduler/scheduler.py in its own process")
     print()
-    ch02.print_rows(rows, "scheduler")
+    print_rows(rows, "scheduler")
     print(f"\nrun time {time.monotonic() - began:.0f} s")
     return 0
 

@@ -4,7 +4,8 @@ A cluster needs several machines. Without VMs, Linux namespaces give each
 "machine" what makes it one for our purposes:
 
     network namespace   its own interfaces, address, routes and iptables rules
-    UTS namespace       its own hostname (the kubelet names its Node after it)
+    UTS namespace       its own hostname (its name, or --hostnames: a VM's
+                        hostname need not be its node name)
     mount namespace     its own /tmp, its own /run (so its own Docker socket),
                         its own /etc/hosts that names the other machines
 
@@ -74,8 +75,13 @@ class Machines:
     """The machines of one prefix: where their namespaces and data live,
     how to make them, enter them and remove them."""
 
-    def __init__(self, prefix: str = PREFIX, subnet: str = SUBNET, names: tuple[str, ...] = NAMES):
+    def __init__(self, prefix: str = PREFIX, subnet: str = SUBNET, names: tuple[str, ...] = NAMES,
+                 hostnames: tuple[str, ...] | None = None):
         self.prefix, self.names = prefix, tuple(names)
+        # What `hostname` says on each machine: its name unless told otherwise,
+        # as on VMs called vm-1234 that play node1 (the lessons' commands
+        # pass --node-name, so they must work there too).
+        self.hostnames = dict(zip(self.names, hostnames or self.names))
         try:
             self.subnet = ipaddress.ip_network(subnet)
         except ValueError as error:
@@ -87,6 +93,10 @@ class Machines:
         if bad or len(set(self.names)) != len(self.names):
             raise MachineError(f"--names {','.join(self.names)}: distinct hostnames, lowercase letters, digits "
                                "and dashes, starting with a letter")
+        if hostnames is not None and (len(hostnames) != len(self.names) or len(set(hostnames)) != len(hostnames)
+                                      or not all(re.fullmatch(r"[a-z][a-z0-9-]{0,62}", h) for h in hostnames)):
+            raise MachineError(f"--hostnames {','.join(hostnames)}: one distinct hostname per machine "
+                               f"({','.join(self.names)}), lowercase letters, digits and dashes")
         self.bridge = f"{prefix}-br0"
         self.state = Path("/run/groundup") / prefix        # namespace files: gone at reboot, as the namespaces are
         self.data = Path("/var/lib/groundup") / prefix     # Docker data roots and logs
@@ -201,7 +211,7 @@ class Machines:
         for kind in ("uts", "mnt"):
             (files / kind).touch()
         (files / "hosts").write_text(self._hosts_file())
-        (files / "hostname").write_text(name + "\n")
+        (files / "hostname").write_text(self.hostnames[name] + "\n")
         # The network: a veth pair, one end on the host's bridge, the other
         # renamed eth0 inside the machine, with the machine's address.
         netns, veth, peer = self.netns(name), self.veth(name), f"{self.prefix}-peer"
@@ -228,7 +238,7 @@ class Machines:
         clone in a temporary directory) stays where it is: it is held
         elsewhere while the new /tmp goes on, then put back."""
         files, q = self.state / name, shlex.quote
-        steps = [f"hostname {q(name)}", f"mount --bind {q(str(files / 'hosts'))} /etc/hosts",
+        steps = [f"hostname {q(self.hostnames[name])}", f"mount --bind {q(str(files / 'hosts'))} /etc/hosts",
                  f"mount --bind {q(str(files / 'hostname'))} /etc/hostname"]
         if REPOSITORY.is_relative_to("/tmp"):
             hold = self.data / name / "repository"
@@ -250,7 +260,8 @@ class Machines:
 
     def _hosts_file(self) -> str:
         lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
-        lines += [f"{self.address(n)}\t{n}" for n in self.names]
+        # A hostname of its own resolves too, beside the name the lessons use.
+        lines += [f"{self.address(n)}\t{' '.join(dict.fromkeys([n, self.hostnames[n]]))}" for n in self.names]
         return "\n".join(lines) + "\n"
 
     def _start_docker(self, name: str) -> None:
@@ -409,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prefix", default=PREFIX, help=f"names of namespaces and interfaces (default {PREFIX})")
     parser.add_argument("--subnet", default=SUBNET, help=f"the machines' network (default {SUBNET})")
     parser.add_argument("--names", default=",".join(NAMES), help="the machines, master first (default %(default)s)")
+    parser.add_argument("--hostnames", help="what `hostname` says on each, in the same order (default: their names)")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("up", help="create the machines (as root)")
     sub.add_parser("down", help="remove the machines and everything they made")
@@ -420,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     shell.add_argument("machine")
     args = parser.parse_args(argv)
     try:
-        machines = Machines(args.prefix, args.subnet, tuple(args.names.split(",")))
+        hostnames = tuple(args.hostnames.split(",")) if args.hostnames else None
+        machines = Machines(args.prefix, args.subnet, tuple(args.names.split(",")), hostnames)
         if args.command == "up":
             machines.up()
             print(machines.listing())

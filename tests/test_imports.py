@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import graphlib
 import importlib.machinery
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -176,14 +177,9 @@ def foreign_sys_path(path: Path) -> list[str]:
 
 # ---------------------------------------------------------------- modules loaded by path
 
-# Two benchmarks still load another chapter's benchmark by its file path
-# (common/loader.py), for its helpers and its floor measurement: what they
-# share belongs in common/ too (issue 36). Listed so that none is added.
-KNOWN_PATH_LOADS = {
-    ("02-apiserver/benchmarks/bench_nodes.py", "01-kubelet/bench.py"),
-    ("03-scheduler/bench.py", "02-apiserver/benchmarks/bench.py"),
-}
-
+# A script that loads another chapter's file by its path (a load_module(PATH,
+# ...) helper, as two benchmarks once did) imports it all the same: what
+# they share belongs in common/ (the benchmarks': common/bench_tools.py).
 
 def path_loads(path: Path) -> set[tuple[str, str]]:
     """(this file, the other chapter's file) for each load_module(PATH, ...) reaching outside the chapter."""
@@ -212,10 +208,9 @@ def test_a_chapter_puts_only_its_own_folders_on_sys_path():
     assert not problems, "\n".join(problems)
 
 
-def test_no_chapter_loads_another_chapters_file_but_the_known_two():
-    loads = {load for path in SOURCES for load in path_loads(path)}
-    assert loads <= KNOWN_PATH_LOADS, f"new: {sorted(loads - KNOWN_PATH_LOADS)}: move what they share into common/"
-    assert loads == KNOWN_PATH_LOADS, f"gone, take them off the list: {sorted(KNOWN_PATH_LOADS - loads)}"
+def test_no_chapter_loads_another_chapters_file_by_its_path():
+    loads = sorted(load for path in SOURCES for load in path_loads(path))
+    assert not loads, f"{loads}: move what they share into common/"
 
 
 def test_the_checks_see_what_they_look_for():
@@ -275,3 +270,134 @@ def test_common_has_no_import_cycles():
         tuple(graphlib.TopologicalSorter(graph).static_order())
     except graphlib.CycleError as error:
         pytest.fail(f"common/ imports itself in a circle: {' -> '.join(error.args[1])}")
+
+
+# ---------------------------------------------------------------- chapter 02's core stands alone
+
+APISERVER = ROOT / "02-apiserver"
+PLUGGED_IN = ("kubectl_compat", "extensions")     # register into hooks.py; only apiserver.py imports them
+
+
+def plugged_in(path: Path) -> bool:
+    return path.is_relative_to(APISERVER) and path.relative_to(APISERVER).parts[0] in PLUGGED_IN
+
+
+CORE_FOR_CERTAIN = {"app.py", "writes.py", "rest.py", "decode.py"}
+
+
+def core_modules() -> list[Path]:
+    """The files of the first table of chapter 02's Build it: the core path.
+    Found by position, so a paragraph added above it would hand every check
+    here an empty list, which passes them all: it must hold the four the
+    core cannot be without."""
+    text = (APISERVER / "README.md").read_text()
+    table = text.split("\n## Build it\n", 1)[1].split("\n\n", 2)[1]
+    modules = [APISERVER / name for name in re.findall(r"^\| `([\w/.]+\.py)` \|", table, re.M)]
+    assert CORE_FOR_CERTAIN <= {m.name for m in modules}, (
+        f"the core table of 02-apiserver/README.md's Build it was not found where core_modules() looks: {modules}")
+    return modules
+
+
+def test_the_core_table_is_found():
+    assert len(core_modules()) >= len(CORE_FOR_CERTAIN)
+
+
+def _module_file(folder: Path, dotted: str) -> Path | None:
+    path = folder.joinpath(*dotted.split("."))
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    return path / "__init__.py" if (path / "__init__.py").is_file() else None
+
+
+def imported_files(path: Path) -> set[Path]:
+    """The repository's files that `path` imports, wherever the import stands
+    (in a function too: it runs when called). A name found in none of the
+    folders an API server module sees (its chapter's, the root with common/)
+    is the standard library's or an installed package's, and is left out."""
+    def found(folders, dotted: str) -> set[Path]:
+        parts = dotted.split(".")
+        return {f for i in range(1, len(parts) + 1) for folder in folders
+                if (f := _module_file(folder, ".".join(parts[:i])))}
+    files: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            files |= {f for alias in node.names for f in found((APISERVER, ROOT), alias.name)}
+        elif isinstance(node, ast.ImportFrom):
+            folders = (path.parents[node.level - 1],) if node.level else (APISERVER, ROOT)
+            module = node.module or ""
+            files |= found(folders, module) if module else set()
+            files |= {f for alias in node.names
+                      for f in found(folders, f"{module}.{alias.name}" if module else alias.name)}
+    return files
+
+
+def import_closure(start: Path) -> set[Path]:
+    """start and every repository file it reaches through imports."""
+    seen, pending = set(), [start]
+    while pending:
+        path = pending.pop()
+        if path not in seen:
+            seen.add(path)
+            pending += imported_files(path) - seen
+    return seen
+
+
+def test_chapter_02s_core_never_reaches_what_plugs_into_it():
+    """Registration, not imports: kubectl_compat/ and extensions/ register
+    into hooks.py, and no core module reaches them, however indirectly."""
+    problems = []
+    for module in core_modules():
+        reached = [p for p in import_closure(module) if plugged_in(p)]
+        problems += [f"{module.name} reaches {p.relative_to(ROOT)}" for p in sorted(reached)]
+    assert not problems, "\n".join(problems)
+
+
+PLUGGED_IN_BY_NAME = re.compile(r"^(%s)(\.\w+)*$" % "|".join(PLUGGED_IN))
+
+
+def imports_by_name(path: Path) -> list[str]:
+    """String literals that name what plugs in, as importlib.import_module("kubectl_compat")
+    or __import__ would take them: an import the statements above do not show."""
+    return [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and PLUGGED_IN_BY_NAME.match(node.value)]
+
+
+def test_chapter_02s_core_names_nothing_that_plugs_in_by_string():
+    closure = set().union(*(import_closure(module) for module in core_modules()))
+    problems = [found for path in sorted(closure) for found in imports_by_name(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_only_chapter_02s_entry_point_imports_what_plugs_in():
+    importers = set()
+    for path in APISERVER.rglob("*.py"):
+        if plugged_in(path):
+            continue                               # a package's own modules, and one extension's use of another
+        if any(plugged_in(f) for f in imported_files(path)):
+            importers.add(path.relative_to(ROOT).as_posix())
+    assert importers == {"02-apiserver/apiserver.py"}
+
+
+def test_chapter_02s_core_with_what_it_imports_is_the_size_its_readme_states():
+    """The README states the closure's ceiling ("at most N lines in M files"):
+    what a learner who follows every import of the core ends up reading."""
+    closure = set().union(*(import_closure(module) for module in core_modules()))
+    lines = sum(len(p.read_text().splitlines()) for p in closure)
+    text = " ".join((APISERVER / "README.md").read_text().split())
+    stated = re.search(r"at most ([\d,]+) lines in (\d+) files \(tests/test_imports\.py\)", text)
+    assert stated, "02-apiserver/README.md no longer states the core's import closure"
+    ceiling, files = int(stated[1].replace(",", "")), int(stated[2])
+    assert lines <= ceiling and len(closure) <= files, (
+        f"the core and what it imports are {lines:,} lines in {len(closure)} files; the README says at most "
+        f"{ceiling:,} in {files}: {sorted(str(p.relative_to(ROOT)) for p in closure)}")
+
+
+def test_the_closure_follows_every_kind_of_import():
+    probe = APISERVER / "kubectl_compat" / "__init__.py"
+    reached = {p.relative_to(ROOT).as_posix() for p in imported_files(probe)}
+    assert {"02-apiserver/kubectl_compat/patches.py", "02-apiserver/kubectl_compat/printers.py"} <= reached
+    closure = {p.relative_to(ROOT).as_posix() for p in import_closure(probe)}
+    assert "02-apiserver/api_errors.py" in closure                                    # import x, followed
+    assert "02-apiserver/extensions/custom_resources.py" in closure                   # from package import x
+    assert "common/field_errors.py" in closure                                        # from common.x import y

@@ -7,7 +7,10 @@ kubelet has them (pkg/kubelet/server/server.go):
     POST /portForward/{namespace}/{pod}     plain SPDY (Upgrade: SPDY/3.1), kubectl's fallback
 
 Only the API server calls them: readonly_server.py's token check runs
-before every request on this port. A request that is not an upgrade, or
+before every request on this port, and kubelet.py registers these routes
+there only when the kubelet has the API server's token to check
+(--authentication-token-file); without it, readonly_server.py refuses
+these paths to everyone. A request that is not an upgrade, or
 names a pod or container this kubelet does not run, gets a Status and no
 upgrade, and the API server passes that on to kubectl.
 
@@ -27,7 +30,6 @@ from streaming import port_forward, remote_command
 from streaming.websocket import WebSocket, protocols_offered, send_all
 
 bp = Blueprint("streaming", __name__)
-PATHS = ("/exec/", "/attach/", "/portForward/")
 PORT_FORWARD_WEBSOCKET = "SPDY/3.1+portforward.k8s.io"
 PORT_FORWARD_SPDY = "portforward.k8s.io"
 

@@ -30,7 +30,6 @@ import platform
 import re
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,51 +41,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
 sys.path.insert(0, str(HERE))   # the chapter's modules (http_server), when run as a script
 
+from common.bench_tools import (call, machine, percentile, pod, pods_path, populate, print_rows, start,  # noqa: E402
+                                start_apiserver)
+from common.ports import free_port  # noqa: E402
 from common.processes import stop_within  # noqa: E402
 
 
 # ----- small helpers -----
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def proc_status(pid: int, field: str) -> int:
     """A number from /proc/PID/status, e.g. VmRSS (kB) or Threads."""
     match = re.search(rf"^{field}:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M)
     return int(match.group(1))
-
-
-def pod(name: str, namespace: str) -> dict:
-    """A small but ordinary pod: what `kubectl apply` of web.yaml sends."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app": "web", "tier": "bench"}},
-            "spec": {"containers": [{"name": "httpd", "image": "busybox:1.35",
-                                     "command": ["httpd", "-f", "-p", "80", "-h", "/etc"],
-                                     "ports": [{"containerPort": 80}],
-                                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
-
-
-def pods_path(namespace: str) -> str:
-    return f"/api/v1/namespaces/{namespace}/pods"
-
-
-def call(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        conn.request(method, path, json.dumps(body) if body is not None else None,
-                     {"Content-Type": "application/json"})
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
 
 
 # ----- the servers under test -----
@@ -109,27 +75,6 @@ def serve_bare(port: int) -> None:
         return Response(json.dumps(stored, separators=(",", ":")), 200, mimetype="application/json")
 
     APIHTTPServer(("127.0.0.1", port), app).serve_forever()
-
-
-def start(argv: list[str], port: int, log_path: Path) -> subprocess.Popen:
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen([sys.executable, *argv], stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            call(port, "GET", "/healthz" if "apiserver.py" in argv[0] else "/bare")
-            return process
-        except OSError:
-            time.sleep(0.05)
-    process.kill()
-    raise SystemExit(f"{argv[0]} did not start within 30 s; see {log_path}")
-
-
-def start_apiserver(workdir: Path, name: str) -> tuple[subprocess.Popen, int]:
-    port = free_port()
-    process = start([str(HERE / "apiserver.py"), "--data-dir", str(workdir / name), "--port", str(port),
-                     "--max-watches", "2000"], port, workdir / f"{name}.log")
-    return process, port
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -285,22 +230,6 @@ async def paced_creates(port: int, namespace: str, rate: float, seconds: float) 
     return latencies
 
 
-async def populate(port: int, namespace: str, first: int, last: int, concurrency: int = 8) -> None:
-    """Create pods first..last-1 through the API, the real path, 8 at a time."""
-    import aiohttp
-    url = f"http://127.0.0.1:{port}{pods_path(namespace)}"
-    names = iter(range(first, last))
-
-    async def client(session) -> None:
-        for i in names:
-            async with session.post(url, json=pod(f"pod-{i}", namespace)) as response:
-                await response.read()
-                assert response.status == 201, (response.status, await response.text())
-
-    async with aiohttp.ClientSession() as session:
-        await asyncio.gather(*(client(session) for _ in range(concurrency)))
-
-
 def list_latency(port: int, samples: int) -> tuple[list[float], bytes]:
     """Seconds from sending GET /api/v1/pods to holding the whole body."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -400,11 +329,6 @@ def wait_watches_closed(pid: int, threads_before: int) -> None:
 
 # ----- the run -----
 
-def machine() -> str:
-    model = re.search(r"^model name\s*:\s*(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
-    return f"{model.group(1) if model else platform.processor()}, {os.cpu_count()} cores"
-
-
 def run(quick: bool, workdir: Path) -> tuple[list[tuple], bool]:
     seconds = 3 if quick else 10               # per throughput measurement
     paced_seconds = 5 if quick else 30         # at 100 creates/s
@@ -416,7 +340,7 @@ def run(quick: bool, workdir: Path) -> tuple[list[tuple], bool]:
     fsync_rate_8, _ = fsync_floor(workdir / "fsync-floor-8", seconds, 8)
 
     port = free_port()
-    bare = start([str(Path(__file__).resolve()), "--serve-bare", str(port)], port, workdir / "bare.log")
+    bare = start([str(Path(__file__).resolve()), "--serve-bare", str(port)], port, workdir / "bare.log", "/bare")
     try:
         bare_post = {c: rate(port, "/bare", c, seconds, "bare", "default", workdir) for c in (1, 8)}
         bare_get = {c: rate(port, "/bare", c, seconds, None, "default", workdir) for c in (1, 8)}
@@ -527,14 +451,6 @@ def main() -> int:
     print_rows(rows, "API server")
     print(f"\nrun time {time.monotonic() - began:.0f} s")
     return 0
-
-
-def print_rows(rows: list[tuple], subject: str) -> None:
-    """The table, in Markdown, ready for a chapter README."""
-    print(f"| measure | {subject} | floor (same run) | ratio | target | met |")
-    print("|---|---|---|---|---|---|")
-    for measure, value, floor, ratio, target, met in rows:
-        print(f"| {measure} | {value} | {floor} | {ratio} | {target} | {'' if met is None else 'yes' if met else 'NO'} |")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Chapter 02 benchmark, second half (`make bench-02-nodes`): what does the API
 server add to a kubelet's work?
 
-The same 30 two-container pods as chapter 01's benchmark (its manifest and
-helpers are imported from 01-kubelet/bench.py), and in the same run:
+The same 30 two-container pods as chapter 01's benchmark (their manifest
+and the helpers both use are in common/bench_tools.py), and in the same run:
 
 1. Latency. The pods reach one kubelet two ways: as files in its manifest
    directory (chapter 01, no API server), and as pods POSTed to the API
@@ -49,16 +49,13 @@ import docker
 import requests
 import yaml
 
-from common.loader import load_module
+from common.bench_tools import PODS, SOLO, bare_docker, cpu_seconds, manifest, percentile
+from common.ports import free_port
 from common.processes import stop_within
 
 HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
 KUBELET = HERE.parent / "01-kubelet" / "kubelet.py"
 
-
-# 01-kubelet/bench.py by path: it has the same module name as ours.
-ch01 = load_module(HERE.parent / "01-kubelet" / "bench.py", "kubelet_bench")
-PODS, SOLO, percentile, free_port = ch01.PODS, ch01.SOLO, ch01.percentile, ch01.free_port
 NAMESPACE = "bench"
 BENCH_ADDRESS, KUBELET_ADDRESS = "127.0.0.2", "127.0.0.1"
 IDLE_SECONDS = 30
@@ -205,11 +202,11 @@ class Usage(NamedTuple):
         docker_cpu = 0.0
         for pid in DOCKER_PIDS:
             try:
-                docker_cpu += ch01.cpu_seconds(pid)
+                docker_cpu += cpu_seconds(pid)
             except OSError:
                 pass
-        return Usage(time.monotonic(), syncs, ch01.cpu_seconds(kubelet.pid),
-                     ch01.cpu_seconds(server_pid) if server_pid else 0.0, docker_cpu, busy)
+        return Usage(time.monotonic(), syncs, cpu_seconds(kubelet.pid),
+                     cpu_seconds(server_pid) if server_pid else 0.0, docker_cpu, busy)
 
     def __sub__(self, before: "Usage") -> "Usage":
         return Usage(*(a - b for a, b in zip(self, before)))
@@ -248,7 +245,7 @@ def api(port: int, method: str, path: str, body: dict | None = None) -> tuple[in
 
 def api_pod(name: str, node: str) -> dict:
     """Chapter 01's bench pod, bound to node."""
-    pod = yaml.safe_load(ch01.manifest(name))
+    pod = yaml.safe_load(manifest(name))
     pod["metadata"]["namespace"] = NAMESPACE
     pod["spec"]["nodeName"] = node
     return pod
@@ -450,14 +447,14 @@ class ManifestPath:
 
     def one(self, name: str) -> float:
         output = self.kubelet.output
-        (self.directory / f"{name}.yaml").write_text(ch01.manifest(name))
+        (self.directory / f"{name}.yaml").write_text(manifest(name))
         output.wait_running([name], 120)
         return output.running_at[name] - output.read_at[name]
 
     def burst(self, names: list[str]) -> tuple[list[float], list[float], Usage]:
         output = self.kubelet.output
         for name in names:
-            (self.directory / f".{name}.tmp").write_text(ch01.manifest(name))
+            (self.directory / f".{name}.tmp").write_text(manifest(name))
         before = Usage.now(self.kubelet, self.server_pid)
         written = time.monotonic()
         for name in names:                     # all 30 appear at once
@@ -828,7 +825,7 @@ def main() -> int:
     run.defer(lambda: subprocess.run(["rm", "-rf", str(workdir)], check=False))
     try:
         print("floor: bare Docker SDK ...", file=sys.stderr)
-        bare = ch01.bare_docker(client)
+        bare = bare_docker(client)
         print("manifests (chapter 01) and API path, in turns ...", file=sys.stderr)
         result = run_paths(run)
     except BenchError as error:

@@ -31,7 +31,7 @@ from common.polling import wait_for
 from common.ports import free_port
 from common.processes import stop_within
 
-RESOLUTION = 10.0     # the kubelet keeps an answer this long (01-kubelet/stats_summary.py)
+RESOLUTION = 10.0     # the kubelet keeps an answer this long (01-kubelet/stats/stats_summary.py)
 
 
 def start(args: list[str], log: Path) -> subprocess.Popen:

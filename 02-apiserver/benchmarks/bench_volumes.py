@@ -2,7 +2,7 @@
 (`python 02-apiserver/benchmarks/bench_volumes.py`).
 
 The kubelet reads the ConfigMaps and Secrets its pods name with a GET per
-object per sync period (01-kubelet/api_objects.py says why, not a watch).
+object per sync period (01-kubelet/api_volumes/api_objects.py says why, not a watch).
 This measures both sides of that choice, with a real API server and a
 real kubelet (--sync-frequency 1s, the default) running one pod that
 mounts one ConfigMap:

@@ -16,7 +16,7 @@ from flask import Blueprint, Response, request
 
 import api_errors
 import registry
-from request_context import respond, server
+from request_context import respond
 
 bp = Blueprint("discovery", __name__)
 # Every discovery route answers with and without a trailing slash, as
@@ -36,28 +36,26 @@ _SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "pa
                       "exec": ["create", "get"], "attach": ["create", "get"], "portforward": ["create", "get"]}
 
 
+def group_versions() -> dict[str, list[str]]:
+    """{"": ["v1"], "apps": ["v1"], ...} in the order of the registry's table, custom groups last."""
+    out: dict[str, list[str]] = {}
+    for r in registry.served():
+        versions = out.setdefault(r.group, [])
+        if r.version not in versions:
+            versions.append(r.version)
+    return out
+
+
+def in_group_version(group: str, version: str) -> list[registry.Resource]:
+    return [r for r in registry.served() if r.group == group and r.version == version]
+
+
 @bp.get("/version", strict_slashes=False)
 def version():
     return respond({"major": "1", "minor": KUBERNETES_MINOR, "gitVersion": f"v1.{KUBERNETES_MINOR}.0-groundup",
                     "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-11-22T00:00:00Z",
                     "goVersion": f"python{sys.version_info.major}.{sys.version_info.minor}",
                     "compiler": "cpython", "platform": f"linux/{platform.machine()}"})
-
-
-@bp.get("/healthz")
-@bp.get("/livez")
-def healthz():
-    return Response("ok", mimetype="text/plain")
-
-
-@bp.get("/readyz")
-def readyz():
-    """Ready to serve: its store answers. A load balancer (part 6's HAProxy)
-    sends clients elsewhere while this server cannot reach etcd."""
-    problem = server().store.problem()
-    if problem:
-        return Response(f"[-]etcd failed: {problem}\nreadyz check failed\n", status=500, mimetype="text/plain")
-    return Response("ok", mimetype="text/plain")
 
 
 # [START discovery-negotiation]
@@ -141,26 +139,26 @@ def _resource_discovery(r: registry.Resource) -> dict:
 def _group_discovery(group: str) -> dict:
     return {"metadata": {"name": group, "creationTimestamp": None} if group else {"creationTimestamp": None},
             "versions": [{"version": v, "freshness": "Current",
-                          "resources": [_resource_discovery(r) for r in registry.in_group_version(group, v)]}
-                         for v in registry.group_versions()[group]]}
+                          "resources": [_resource_discovery(r) for r in in_group_version(group, v)]}
+                         for v in group_versions()[group]]}
 
 
 @bp.get("/api", strict_slashes=False)
 def core_versions():
     version = negotiate_discovery(request.headers.get("Accept", ""))
     return _answer(version, [_group_discovery("")] if version else [],
-                   {"kind": "APIVersions", "versions": registry.group_versions()[""],
+                   {"kind": "APIVersions", "versions": group_versions()[""],
                     "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": request.host}]})
 
 
 def _group(group: str) -> dict:
-    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.group_versions()[group]]
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in group_versions()[group]]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
 @bp.get("/apis", strict_slashes=False)
 def groups():
-    named = [g for g in registry.group_versions() if g]
+    named = [g for g in group_versions() if g]
     version = negotiate_discovery(request.headers.get("Accept", ""))
     return _answer(version, [_group_discovery(g) for g in named] if version else [],
                    {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in named]})
@@ -168,7 +166,7 @@ def groups():
 
 @bp.get("/apis/<group>", strict_slashes=False)
 def group(group: str):
-    if group not in registry.group_versions() or not group:
+    if group not in group_versions() or not group:
         raise api_errors.not_found("groups", group)
     return respond({"kind": "APIGroup", "apiVersion": "v1", **_group(group)})
 
@@ -184,7 +182,7 @@ def group_resources(group: str, version: str):
 
 
 def _resource_list(group: str, version: str):
-    served = registry.in_group_version(group, version)
+    served = in_group_version(group, version)
     if not served:
         raise api_errors.APIError(404, "NotFound", f"the server could not find the requested resource "
                                   f"(group version {group + '/' if group else ''}{version})")

@@ -220,20 +220,3 @@ def _collect_duplicates(value: Any, path: str, found: list[str]) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _collect_duplicates(item, f"{path}[{i}]", found)
-
-
-def _problems(paths: list[str], duplicates: list[str] = ()) -> list[str]:
-    return ([f'unknown field "{p}"' for p in paths]
-            + [f'duplicate field "{p}"' for p in duplicates])
-
-
-def strict_error_message(paths: list[str], duplicates: list[str] = ()) -> str:
-    """Kubernetes' text for fieldValidation=Strict, one clause per problem:
-    'strict decoding error: unknown field "spec.foo", duplicate field "x"'."""
-    return "strict decoding error: " + ", ".join(_problems(paths, duplicates))
-
-
-def warnings(paths: list[str], duplicates: list[str] = ()) -> list[str]:
-    """One `Warning` header text per problem, for fieldValidation=Warn
-    (kubectl prints each as `Warning: unknown field "spec.foo"`)."""
-    return _problems(paths, duplicates)

@@ -12,9 +12,10 @@ naming the types it has:
     Accept: application/yaml                                  YAML (a watch: 406, YAML has no stream form)
     Accept: image/png                                         406 NotAcceptable
 
-The handlers all answer JSON; `install` adds two hooks around them: one
-before, which refuses what cannot be satisfied, and one after, which
-rewrites a JSON answer as YAML when YAML was chosen. A log, exec, attach
+The handlers all answer JSON; `init_app` (__init__.py) registers two
+hooks around them: `negotiate` before, which refuses what cannot be
+satisfied, and `encode_answer` after, which rewrites a JSON answer as
+YAML when YAML was chosen. A log, exec, attach
 or port-forward answers in its own format and is left alone.
 
 Unlike Kubernetes, which negotiates after authenticating, the hook runs
@@ -72,11 +73,6 @@ def _weight(params: list[str]) -> float:
             except ValueError:
                 return 0.0            # an unreadable weight: not this one
     return 1.0
-
-
-def install(app) -> None:
-    app.before_request(refuse_unacceptable)
-    app.after_request(answer_as_yaml)
 
 
 def refuse_unacceptable() -> None:

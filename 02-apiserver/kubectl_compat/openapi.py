@@ -28,8 +28,9 @@ from email.utils import format_datetime
 from flask import Blueprint, Response, request
 
 import api_errors
-import custom_resources
+from extensions import custom_resources
 import registry
+from .discovery import group_versions, in_group_version
 from . import schemas
 
 bp = Blueprint("openapi", __name__)
@@ -355,7 +356,7 @@ def build_document(group: str, version: str) -> dict | None:
     serve no such group-version."""
     # A kind without a published schema has no document: metrics.k8s.io's
     # comes, in Kubernetes, from metrics-server, which we do not run.
-    resources = [r for r in registry.in_group_version(group, version) if _definition_name(r, r.kind)]
+    resources = [r for r in in_group_version(group, version) if _definition_name(r, r.kind)]
     if not resources:
         return None
     token = _group_token(group, version)
@@ -412,7 +413,7 @@ def index_bytes() -> bytes:
 @functools.lru_cache(maxsize=2)
 def _index_bytes(custom_generation: int) -> bytes:
     paths = {}
-    for group, versions in registry.group_versions().items():
+    for group, versions in group_versions().items():
         for version in versions:
             built = document_bytes(group, version)
             if built is None:

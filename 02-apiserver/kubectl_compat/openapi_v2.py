@@ -24,6 +24,7 @@ import api_errors
 from . import gnostic
 from . import openapi
 import registry
+from .discovery import group_versions
 from . import schemas
 
 bp = Blueprint("openapi_v2", __name__)
@@ -107,7 +108,7 @@ def document() -> dict:
 @functools.lru_cache(maxsize=2)
 def _document(custom_generation: int) -> dict:   # rebuilt when the custom resources change
     paths, definitions = {}, {}
-    for group, versions in registry.group_versions().items():
+    for group, versions in group_versions().items():
         for version in versions:
             v3 = openapi.build_document(group, version)
             if v3 is None:

@@ -31,6 +31,7 @@ import math
 import re
 from datetime import datetime
 
+import api_errors
 from . import schemas
 from common.quantity import SYNTAX as QUANTITY_SYNTAX
 
@@ -308,3 +309,20 @@ def _check_time(node: _Type, value) -> Mismatch | None:
     # Go also names the part that failed ('cannot parse "x" as "2006"'); we do not.
     return Mismatch(value, node, f'parsing time {_compact(value)} as "2006-01-02T15:04:05Z07:00": '
                                  "not an RFC 3339 time such as 2006-01-02T15:04:05Z")
+
+
+def check_types(obj: dict, resource) -> None:
+    """Refuse a body's field whose JSON type the published schema does not
+    allow (registered in the core's hooks: every create and update body).
+
+    Kubernetes finds these while decoding into its Go structs, before
+    admission and validation, and answers 400 BadRequest (not validation's
+    422) with the Go decoder's text, as above. Go's path has no indices;
+    `details.causes` (which Kubernetes leaves out here) carries ours,
+    spec.containers[0].ports[0].containerPort."""
+    mismatch = first_mismatch(resource.group, resource.version, resource.kind, obj)
+    if mismatch is not None:
+        raise api_errors.APIError(
+            400, "BadRequest", f'{resource.kind} in version "{resource.version}" cannot be handled as a '
+            f"{resource.kind}: {mismatch.decoder_message()}",
+            {"causes": [{"reason": "FieldValueInvalid", "message": mismatch.decoder_message(), "field": mismatch.path}]})

@@ -71,8 +71,8 @@ def node_ready(pod: dict, node: dict, node_pods: list[dict]) -> list[str]:
     # it in status.conditions, a list of
     # {"type": "Ready", "status": "True", "reason": "KubeletReady", ...}
     # beside MemoryPressure, DiskPressure and PIDPressure (`kubectl get
-    # node NAME -o yaml` shows them). Lesson: "The scheduling cycle" (the
-    # NodeConditions filter) in 03-scheduler/lesson-1-how-it-schedules.md.
+    # node NAME -o yaml` shows them). Lesson: "8. Cordon a node" in
+    # 03-scheduler/lesson-2-run-the-scheduler.md.
     return []
 
 
@@ -195,6 +195,10 @@ class Scheduler:
             else:
                 feasible.append(name)
         if not feasible:
+            # Said in the log as well as in the event (yours to write, stage
+            # 8): a pod that stays Pending must leave a trace, each node's reason.
+            log.warning("no node fits", obj=key(pod), nodes=len(nodes),
+                        why="; ".join(f"{name}: {', '.join(said)}" for name, said in sorted(reasons.items())))
             self.failed_scheduling(pod, fit_error(len(nodes), reasons))
             return None
         scores = {name: least_allocated(pod, nodes[name], on_node.get(name, [])) for name in feasible}

@@ -79,8 +79,8 @@ def pod_from_template(rs: dict) -> dict:
     # (The informer fills in rs["apiVersion"] and rs["kind"], which a list
     # leaves out. Its objects are its cache's own: copy what you take from
     # rs, never change rs itself.)
-    # Lesson: "5. A ReplicaSet" in 04-controllers/lesson-1-run-the-controllers.md
-    # and "The idea" (owner references) in 04-controllers/README.md.
+    # Lesson: "The ReplicaSet" (rule 1) in 04-controllers/build-it.md, and
+    # "5. A ReplicaSet" in lesson-1-run-the-controllers.md to see one run.
     raise NotImplementedError("pod_from_template() is yours to write: see TODO(stage 1)")
 
 
@@ -126,14 +126,15 @@ class ReplicaSetController:
         # TODO(stage 2): the key ("namespace/name") of the ReplicaSet that
         # controls this pod (controller_ref(); its kind is "ReplicaSet"),
         # or None: the pod's events (a pod deleted by someone else) then
-        # wake that ReplicaSet up. Lesson: "The idea" in 04-controllers/README.md.
+        # wake that ReplicaSet up. Lesson: "The ReplicaSet" (rule 2) in
+    # 04-controllers/build-it.md.
         return None
 
     def manage_replicas(self, rs: dict, active: list[dict]) -> None:
         # TODO(stage 1): the comparison. Too few active pods for
         # spec.replicas (1 if unset): self.create_pods(rs, how_many). Too
         # many: self.delete_pods(rs, pods_to_delete(active, how_many)).
-        # Lesson: "5. A ReplicaSet" in lesson-1-run-the-controllers.md.
+        # Lesson: "The ReplicaSet" (rule 1) in build-it.md.
         raise NotImplementedError("manage_replicas() is yours to write: see TODO(stage 1)")
 
     def claim_pods(self, rs: dict) -> list[dict]:

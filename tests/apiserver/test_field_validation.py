@@ -131,17 +131,23 @@ def test_find_duplicate_fields(body, expected):
     assert fv.find_duplicate_fields(body) == expected
 
 
-def test_strict_error_message_is_kubernetes_text():
-    message = fv.strict_error_message(["spec.containers[0].imagee"], ["metadata.name"])
-    assert message == ('strict decoding error: unknown field "spec.containers[0].imagee", '
-                       'duplicate field "metadata.name"')
-    assert fv.strict_error_message(["spek"]) == 'strict decoding error: unknown field "spek"'
+# The texts are the core's (decode.apply_field_validation); the fields come from here.
+TYPO_TWICE = (b'{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "name": "p"},'
+              b' "spec": {"containers": [{"name": "a", "image": "busybox", "imagee": "x"}]}}')
 
 
-def test_warnings_one_per_problem():
-    assert fv.warnings(["spec.foo", "spec.bar"], ["x"]) == [
-        'unknown field "spec.foo"', 'unknown field "spec.bar"', 'duplicate field "x"']
-    assert fv.warnings([], []) == []
+def test_strict_names_every_problem_in_kubernetes_text(api, namespace):
+    reply = api.post(f"/api/v1/namespaces/{namespace}/pods", TYPO_TWICE, params={"fieldValidation": "Strict"})
+    assert reply.status_code == 400
+    assert reply.json()["message"] == ('Pod in version "v1" cannot be handled as a Pod: strict decoding error: '
+                                       'unknown field "spec.containers[0].imagee", duplicate field "metadata.name"')
+
+
+def test_warn_sends_one_warning_per_problem(api, namespace):
+    reply = api.post(f"/api/v1/namespaces/{namespace}/pods", TYPO_TWICE, params={"fieldValidation": "Warn"})
+    assert reply.status_code == 201
+    assert reply.headers["Warning"] == ('299 - "unknown field \\"spec.containers[0].imagee\\"", '
+                                        '299 - "duplicate field \\"metadata.name\\""')
 
 
 def test_every_served_kind_accepts_its_type_meta():

@@ -168,13 +168,13 @@ def test_kubectl_lists_explains_and_gets_leases(k, api, namespace):
     assert "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0" in error
 
 
-# ----- the kubelet's side (01-kubelet/node_registration.py), in process, against the real server -----
+# ----- the kubelet's side (01-kubelet/apiserver_join/node_registration.py), in process, against the real server -----
 
 def test_the_kubelets_node_lease_renews_without_reading_and_recovers_from_a_conflict(apiserver, api):
     from common.client import APIClient
     from common.kubeconfig import Connection
     from common.log import get_logger
-    from node_registration import LEASE_NAMESPACE, NodeLease
+    from apiserver_join.node_registration import LEASE_NAMESPACE, NodeLease
 
     name = unique("node")
     path = LEASES.format(LEASE_NAMESPACE) + f"/{name}"

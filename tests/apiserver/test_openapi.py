@@ -6,11 +6,11 @@ import json
 import pytest
 from flask import Flask
 
-from kubectl_compat import openapi
+from kubectl_compat import discovery, openapi
 import registry
 
 # metrics.k8s.io publishes no schema here (Kubernetes' comes from metrics-server): no document.
-GROUP_VERSIONS = [(g, v) for g, versions in registry.group_versions().items() for v in versions
+GROUP_VERSIONS = [(g, v) for g, versions in discovery.group_versions().items() for v in versions
                   if g != "metrics.k8s.io"]
 
 

@@ -1,4 +1,4 @@
-"""Services' cluster IPs and node ports (02-apiserver/service_ips.py), on a real server.
+"""Services' cluster IPs and node ports (02-apiserver/extensions/service_ips.py), on a real server.
 
 Each test that needs a range of its own starts a server of its own; the
 messages are Kubernetes 1.32's (pkg/registry/core/service/storage/alloc.go

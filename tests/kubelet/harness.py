@@ -36,10 +36,11 @@ class Kubelet:
         self.port = free_port()
         self.docker = docker_client
         self.extra = list(extra)
+        self.python_options: list[str] = []     # the interpreter's own, e.g. ["-X", "importtime"]
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "Kubelet":
-        args = [sys.executable, str(KUBELET), "--node-name", self.node_name, "--manifests", str(self.dir),
+        args = [sys.executable, *self.python_options, str(KUBELET), "--node-name", self.node_name, "--manifests", str(self.dir),
                 "--address", "127.0.0.1", "--read-only-port", str(self.port), "--node-ip", "127.0.0.1",
                 "--sync-frequency", "0.5s", "--backoff-initial", "1s", "--backoff-max", "4s", *self.extra]
         self.process = subprocess.Popen(args, stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT,

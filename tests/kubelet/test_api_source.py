@@ -1,7 +1,7 @@
 """What the kubelet writes back to the API server, decided without a server."""
 from __future__ import annotations
 
-from api_source import _keep_scheduled
+from apiserver_join.api_source import _keep_scheduled
 
 KUBELET = {"phase": "Running", "conditions": [
     {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T09:00:05Z"},

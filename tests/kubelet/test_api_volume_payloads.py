@@ -7,11 +7,12 @@ import os
 
 import pytest
 
-import atomic_writer
 import pod_config as cfg
-from api_objects import ObjectCache, ObjectNotFound
-from api_volumes import MountError, Sources, api_references, format_map, volume_payload
-from atomic_writer import File, PayloadError
+from api_volumes import atomic_writer
+from api_volumes.api_objects import ObjectCache, ObjectNotFound
+from api_volumes.atomic_writer import File, PayloadError
+from api_volumes.volumes import MountError, Sources, format_map, volume_payload
+from manifest_source import api_references
 
 
 class FakeCache(ObjectCache):

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import node_status
+import node_allocatable
+from apiserver_join import node_status
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,8 +44,8 @@ def test_a_heartbeat_renews_the_time_and_keeps_the_transition():
 
 def test_allocatable_is_capacity_minus_both_reservations():
     from common.quantity import parse_quantity as q
-    system = node_status.parse_reservation("--system-reserved", "cpu=250m,memory=256Mi")
-    kube = node_status.parse_reservation("--kube-reserved", "cpu=100m, ephemeral-storage=1Gi")
+    system = node_allocatable.parse_reservation("--system-reserved", "cpu=250m,memory=256Mi")
+    kube = node_allocatable.parse_reservation("--kube-reserved", "cpu=100m, ephemeral-storage=1Gi")
     node = node_status.node_object("node1", "10.213.0.5", 10255, "20.10.24", (system, kube))
     capacity, allocatable = node["status"]["capacity"], node["status"]["allocatable"]
     assert q(capacity["cpu"]) - q(allocatable["cpu"]) == q("350m")
@@ -62,8 +63,8 @@ def test_allocatable_is_capacity_minus_both_reservations():
     ("cpu=-1", "cannot be negative"),
 ])
 def test_a_bad_reservation_is_refused_naming_the_flag_and_the_pair(text, says):
-    with pytest.raises(node_status.ReservationError) as refused:
-        node_status.parse_reservation("--system-reserved", text)
+    with pytest.raises(node_allocatable.ReservationError) as refused:
+        node_allocatable.parse_reservation("--system-reserved", text)
     assert str(refused.value).startswith(f"--system-reserved: {text.split(',')[0]!r}") and says in str(refused.value)
 
 

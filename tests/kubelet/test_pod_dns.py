@@ -1,9 +1,9 @@
-"""A pod's resolver settings (01-kubelet/pod_dns.py), table-driven, as Kubernetes' kubelet makes them."""
+"""A pod's resolver settings (01-kubelet/service_discovery/pod_dns.py), table-driven, as Kubernetes' kubelet makes them."""
 from __future__ import annotations
 
 import pytest
 
-from pod_dns import DNSSettings, node_resolver, pod_dns
+from service_discovery.pod_dns import DNSSettings, node_resolver, pod_dns
 
 NODE = DNSSettings(["192.0.2.53"], ["lan"], ["edns0"])
 CLUSTER = DNSSettings(["10.96.0.10"], ["shop.svc.cluster.local", "svc.cluster.local", "cluster.local", "lan"],

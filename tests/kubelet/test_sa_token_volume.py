@@ -29,7 +29,7 @@ from polling import wait_for
 from test_gauntlet import SecureServer
 
 sys.path.insert(0, str(ROOT / "01-kubelet"))
-from api_objects import TokenCache  # noqa: E402
+from api_volumes.api_objects import TokenCache  # noqa: E402
 from common.client import APIClient  # noqa: E402
 from common.kubeconfig import Connection  # noqa: E402
 

@@ -1,8 +1,8 @@
-"""Service environment variables (01-kubelet/service_env.py), table-driven,
+"""Service environment variables (01-kubelet/service_discovery/service_env.py), table-driven,
 against what Kubernetes' kubelet sets (pkg/kubelet/envvars)."""
 from __future__ import annotations
 
-from service_env import service_env
+from service_discovery.service_env import service_env
 
 
 def svc(name: str, ip: str, *ports: dict, namespace: str = "shop") -> dict:

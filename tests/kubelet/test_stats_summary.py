@@ -7,8 +7,8 @@ import pytest
 
 import pod_config as cfg
 from docker_runtime import ContainerInfo
-from resource_usage import Usage, UsageUnreadable
-from stats_summary import CpuRates, Reading, StatsSummary, nano_cores
+from stats.resource_usage import Usage, UsageUnreadable
+from stats.stats_summary import CpuRates, Reading, StatsSummary, nano_cores
 
 SECOND = 1_000_000_000
 

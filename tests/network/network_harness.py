@@ -15,10 +15,12 @@ they skip with one line, unless GROUNDUP_REQUIRE_DOCKER=1 (CI).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest
 
+from machines import Machines, missing_requirements
 from machine_cluster import CLUSTER_CIDR, CLUSTER_DNS, PY, ROOT, Cluster, free_subnet, ready  # noqa: F401 (re-exported)
 from polling import wait_for
 
@@ -28,6 +30,21 @@ def require(condition: bool, reason: str) -> None:
         if os.environ.get("GROUNDUP_REQUIRE_DOCKER") == "1":
             pytest.fail(f"in CI, but {reason}")
         pytest.skip(reason)
+
+
+@contextlib.contextmanager
+def own_machines(tag: str, names: tuple[str, ...], hostnames: tuple[str, ...] | None = None):
+    """Machines of a test module's own (a prefix and a subnet that a
+    learner's `make machines` never uses), up; removed afterwards, also
+    when a test fails."""
+    problem = missing_requirements()
+    require(problem is None, f"the machines are network namespaces: {problem}")
+    made = Machines(prefix=f"{tag}{os.getpid() % 10000:04d}", subnet=free_subnet(), names=names, hostnames=hostnames)
+    try:
+        made.up()
+        yield made
+    finally:
+        made.down()
 
 
 SERVER = "mkdir -p /www && hostname > /www/index.html && exec httpd -f -v -p 80 -h /www"

@@ -92,6 +92,8 @@ def test_up_refuses_a_subnet_the_host_already_routes(small):
     (["--subnet", "10.213.0.0/30", "list"], "room for 3 machines"),
     (["--names", "node1,node1", "list"], "distinct hostnames"),
     (["--names", "Master,node1", "list"], "lowercase"),
+    (["--hostnames", "vm-a,vm-b", "list"], "--hostnames vm-a,vm-b: one distinct hostname per machine (master,node1,node2)"),
+    (["--hostnames", "vm-a,vm-a,vm-c", "list"], "one distinct hostname per machine"),
     (["--prefix", "much-too-long", "list"], "too long for Linux interface names"),
     (["on", "node9", "--", "true"], "no machine 'node9': the machines are master, node1, node2"),
 ])

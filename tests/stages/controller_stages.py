@@ -18,13 +18,11 @@ import time
 
 from stage_runner import Hint, Stage, StageFailure, WithAPIServer
 
-README = "04-controllers/README.md"
 PART1 = "04-controllers/lesson-1-run-the-controllers.md"
 CODE = "04-controllers/build-it.md"
 
-A_REPLICASET = Hint("5. A ReplicaSet", PART1)
-IDEA = Hint("The idea", README)
-THE_REPLICASET = Hint("The ReplicaSet", CODE)
+A_REPLICASET = Hint("5. A ReplicaSet", PART1)       # the walk-through
+THE_REPLICASET = Hint("The ReplicaSet", CODE)       # the rules every stage grades
 
 NAMESPACE = "default"
 RS_PATH = f"/apis/apps/v1/namespaces/{NAMESPACE}/replicasets"
@@ -146,7 +144,7 @@ def stage_creates(ctx: WithAPIServer) -> None:
                   "controller": True, "blockOwnerDeletion": True}
         if len(owners) != 1 or {k: owners[0].get(k) for k in wanted} != wanted:
             raise StageFailure(f"each pod owned by its ReplicaSet: one owner reference {wanted}",
-                               f"{meta['name']} has {meta.get('ownerReferences')}", IDEA)
+                               f"{meta['name']} has {meta.get('ownerReferences')}")
     then_no_more(ctx, "web", 3, "spec.replicas is 3")
 
 
@@ -158,7 +156,7 @@ def stage_replaces(ctx: WithAPIServer) -> None:
     ctx.wait_until(lambda: len(pods_of(ctx, "web")) == 2 and victim not in names(pods_of(ctx, "web")),
                    expected=f"a new pod in place of {victim}, which someone else deleted (its delete is an "
                             "event about a pod: it must wake up the pod's ReplicaSet)",
-                   happened=lambda: f"the pods are {names(pods_of(ctx, 'web'))}", hint=IDEA)
+                   happened=lambda: f"the pods are {names(pods_of(ctx, 'web'))}")
     then_no_more(ctx, "web", 2, "one replacement for one deleted pod")
 
 
@@ -195,16 +193,19 @@ def stage_active(ctx: WithAPIServer) -> None:
     create_replicaset(ctx, "web", 3, nodeName="node1")
     ctx.start_mine()
     pods = wait_for_pods(ctx, "web", 3, why="spec.replicas is 3")
-    failed, stopping = pods[0]["metadata"]["name"], pods[1]["metadata"]["name"]
+    failed, done, stopping = (pod["metadata"]["name"] for pod in pods)
     set_pod_status(ctx, pods[0], {"phase": "Failed", "reason": "Evicted"})
     wait_for_pods(ctx, "web", 3, why=f"a new pod beside {failed}, whose status.phase is Failed (evicted): "
                                      "a finished pod does not count")
+    set_pod_status(ctx, pods[1], {"phase": "Succeeded"})
+    wait_for_pods(ctx, "web", 3, why=f"a new pod beside {done}, whose status.phase is Succeeded (its containers "
+                                     "exited 0): finished well is finished too")
     assert ctx.api.delete(f"{PODS_PATH}/{stopping}").status_code == 200
     if not ctx.api.get(f"{PODS_PATH}/{stopping}").json()["metadata"].get("deletionTimestamp"):
         raise AssertionError("the API server deleted a pod on a node at once")
     wait_for_pods(ctx, "web", 3, why=f"a new pod beside {stopping}, which is being deleted "
                                      "(metadata.deletionTimestamp): a pod on its way out does not count")
-    then_no_more(ctx, "web", 3, "3 active, beside one Failed and one being deleted")
+    then_no_more(ctx, "web", 3, "3 active, beside one Failed, one Succeeded and one being deleted")
 
 
 def owner_of(ctx: WithAPIServer, pod: str) -> str | None:
@@ -261,10 +262,18 @@ def stage_status(ctx: WithAPIServer) -> None:
 
 
 STAGES = [
-    Stage(1, "creates pods from the template, owned", stage_creates, A_REPLICASET),
-    Stage(2, "replaces a pod someone else deleted", stage_replaces, IDEA),
-    Stage(3, "scales down, the least useful pods first", stage_scales_down, THE_REPLICASET),
-    Stage(4, "finished pods and pods being deleted do not count", stage_active, THE_REPLICASET),
-    Stage(5, "adopts orphans, releases relabelled pods", stage_claims, THE_REPLICASET),
-    Stage(6, "status: replicas, ready, available, observedGeneration", stage_status, THE_REPLICASET),
+    Stage(1, "creates pods from the template, owned", stage_creates, THE_REPLICASET,
+          terms=("template's labels", "no more", "generateName: web-", "owner reference", "controller: true",
+                 "blockOwnerDeletion: true")),
+    Stage(2, "replaces a pod someone else deleted", stage_replaces, THE_REPLICASET,
+          terms=("watches pods", "wakes its owner's key", "makes another")),
+    Stage(3, "scales down, the least useful pods first", stage_scales_down, THE_REPLICASET,
+          terms=("least useful first", "not yet scheduled", "not ready", "the newest")),
+    Stage(4, "finished pods and pods being deleted do not count", stage_active, THE_REPLICASET,
+          terms=("active pods", "`Succeeded`", "`Failed`", "metadata.deletionTimestamp", "replacement")),
+    Stage(5, "adopts orphans, releases relabelled pods", stage_claims, THE_REPLICASET,
+          terms=("no controller owner", "adopted", "released", "owner reference removed", "left alone")),
+    Stage(6, "status: replicas, ready, available, observedGeneration", stage_status, THE_REPLICASET,
+          terms=("`replicas`", "`readyReplicas`", "`availableReplicas`", "minReadySeconds", "`observedGeneration`",
+                 "metadata.generation")),
 ]

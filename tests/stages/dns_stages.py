@@ -197,9 +197,17 @@ def stage_ptr(ctx: WithDNS) -> None:
 
 
 STAGES = [
-    Stage(1, "a Service's name answers with its cluster IP", stage_service_address, NAMES),
-    Stage(2, "NXDOMAIN for no such name, NODATA for no such record", stage_nxdomain_nodata, NAMES),
-    Stage(3, "a headless Service answers with its ready pods", stage_headless, NAMES),
-    Stage(4, "SRV records for named ports", stage_srv, NAMES),
-    Stage(5, "PTR: from a cluster IP back to its name", stage_ptr, NAMES),
+    Stage(1, "a Service's name answers with its cluster IP", stage_service_address, NAMES,
+          terms=("`web.shop.svc.cluster.local` A", "the Service's cluster IP", "over UDP and over TCP",
+                 "as soon as the watch brings it")),
+    Stage(2, "NXDOMAIN for no such name, NODATA for no such record", stage_nxdomain_nodata, NAMES,
+          terms=("NXDOMAIN", "NODATA", "AAAA", "a deleted Service's name")),
+    Stage(3, "a headless Service answers with its ready pods", stage_headless, NAMES,
+          terms=("headless", "one A record per ready address", "in every subset", "`notReadyAddresses` left out",
+                 "no Endpoints object yet")),
+    Stage(4, "SRV records for named ports", stage_srv, NAMES,
+          terms=("SRV", "`0 100 80 web.shop.svc.cluster.local.`", "the port named `http`", "_udp",
+                 "A port with no protocol is TCP")),
+    Stage(5, "PTR: from a cluster IP back to its name", stage_ptr, NAMES,
+          terms=("PTR", "in-addr.arpa", "the name of the Service whose cluster IP", "no Service's cluster IP")),
 ]

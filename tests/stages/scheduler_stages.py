@@ -82,11 +82,12 @@ def placement(ctx: WithAPIServer) -> dict[str, str]:
 
 
 def wait_bound(ctx: WithAPIServer, pod: str, *, expected: str | None = None, timeout: float = 10,
-               hint: Hint | None = None) -> str:
+               hint: Hint | None = None, late_hint: Hint | None = None) -> str:
     """The node the pod gets bound to; a StageFailure if it stays pending."""
     return ctx.wait_until(lambda: node_of(ctx, pod), expected=expected or f"pod {pod} bound to a node",
-                          happened=lambda: f"{pod} is still Pending (no spec.nodeName)",
-                          timeout=timeout, hint=hint)
+                          happened=lambda: f"{pod} is still Pending (no spec.nodeName): your scheduler found "
+                                           f"no node for it, or never tried (its log below says which)",
+                          timeout=timeout, hint=hint, late_hint=late_hint)
 
 
 def place_one_by_one(ctx: WithAPIServer, pods: list[str], allowed: set[str], why: str, **kwargs) -> None:
@@ -94,22 +95,28 @@ def place_one_by_one(ctx: WithAPIServer, pods: list[str], allowed: set[str], why
     bound outside `allowed`, saying `why` the other nodes were wrong."""
     for pod in pods:
         create_pod(ctx, pod, **kwargs)
-        node = wait_bound(ctx, pod)
+        expected = f"pod {pod} bound to {' or '.join(sorted(allowed))} ({why})"
+        node = wait_bound(ctx, pod, expected=expected)    # a pod left Pending is told the same story
         if node not in allowed:
-            raise StageFailure(f"pod {pod} bound to {' or '.join(sorted(allowed))} ({why})",
-                               f"it was bound to {node}")
+            raise StageFailure(expected, f"it was bound to {node}")
 
 
 # ---------------------------------------------------------------- the stages
 
+ONLY_NODE = ('pod web bound to node1, the only node (Ready: its condition\'s status is the string "True"; '
+             'not cordoned, no taints, 2 cpu and 4Gi free)')
+
+
 def stage_binds(ctx: WithAPIServer) -> None:
-    """One node, one pod: the pod is bound to it."""
+    """One node, one pod: the pod is bound to it. A pod left Pending here
+    means a filter turned node1 away: the hint is then the filters' rules,
+    not pick()."""
     add_nodes(ctx, node_object("node1"))
     ctx.start_mine()
     create_pod(ctx, "web")
-    node = wait_bound(ctx, "web", expected="pod web bound to node1, the only node")
+    node = wait_bound(ctx, "web", expected=ONLY_NODE, late_hint=CYCLE)
     if node != "node1":
-        raise StageFailure("pod web bound to node1, the only node", f"it was bound to {node!r}")
+        raise StageFailure(ONLY_NODE, f"it was bound to {node!r}")
 
 
 # The wrong nodes' names sort first: a scheduler that skips a filter and
@@ -141,15 +148,11 @@ def stage_cordon(ctx: WithAPIServer) -> None:
     ctx.start_mine()
     place_one_by_one(ctx, ["web-1", "web-2", "web-3"], {"node-2"}, "node-1 is cordoned: spec.unschedulable is true")
     add_nodes(ctx, node_object("node-0", ready="False"))
-    try:
-        place_one_by_one(ctx, ["web-4", "web-5", "web-6"], {"node-2"},
-                         "node-0's Ready condition is False: no kubelet runs pods there")
-        add_nodes(ctx, node_object("node-00", ready=None))
-        place_one_by_one(ctx, ["web-7", "web-8", "web-9"], {"node-2"},
-                         "node-00 has no Ready condition at all: no kubelet has reported on it")
-    except StageFailure as failure:
-        failure.hint = CYCLE
-        raise
+    place_one_by_one(ctx, ["web-4", "web-5", "web-6"], {"node-2"},
+                     "node-0's Ready condition is False: no kubelet runs pods there")
+    add_nodes(ctx, node_object("node-00", ready=None))
+    place_one_by_one(ctx, ["web-7", "web-8", "web-9"], {"node-2"},
+                     "node-00 has no Ready condition at all: no kubelet has reported on it")
 
 
 def stage_taints(ctx: WithAPIServer) -> None:
@@ -178,6 +181,10 @@ def stage_taints(ctx: WithAPIServer) -> None:
                      "the pod tolerates every draining taint, whatever its value (operator Exists), and selects node-2",
                      nodeSelector={"kubernetes.io/hostname": "node-2"},
                      tolerations=[{"key": "draining", "operator": "Exists"}])
+    place_one_by_one(ctx, ["tolerates-all"], {"node-1"},
+                     "the pod's toleration is operator Exists with no key and no effect, which tolerates every "
+                     "taint, and it selects node-1 (dedicated=gpu:NoSchedule)",
+                     nodeSelector={"kubernetes.io/hostname": "node-1"}, tolerations=[{"operator": "Exists"}])
 
 
 def stage_least_allocated(ctx: WithAPIServer) -> None:
@@ -218,18 +225,23 @@ def failed_scheduling(ctx: WithAPIServer, pod: str) -> list[dict]:
 
 
 def stage_failed_scheduling(ctx: WithAPIServer) -> None:
-    add_nodes(ctx, node_object("node-a", cpu="1"), node_object("node-b", cpu="1"),
-              node_object("node-c", cpu="8", unschedulable=True))
+    """Nodes failing for two reasons: node-a lacks both cpu and memory (one
+    filter, two reasons, both counted); node-c is cordoned and too small
+    (two filters: only the first to say no is counted)."""
+    add_nodes(ctx, node_object("node-a", cpu="1", memory="1Gi"), node_object("node-b", cpu="1", memory="4Gi"),
+              node_object("node-c", cpu="1", unschedulable=True))
     ctx.start_mine()
-    create_pod(ctx, "too-big", cpu="2")
-    expected_message = "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu."
+    create_pod(ctx, "too-big", cpu="2", memory="2Gi")
+    expected_message = ("0/3 nodes are available: 1 Insufficient memory, 1 node(s) were unschedulable, "
+                        "2 Insufficient cpu.")
     events = ctx.wait_until(lambda: failed_scheduling(ctx, "too-big"),
-                            expected="a FailedScheduling event about pod too-big (it needs 2 cpu: node-a and "
-                                     "node-b have 1, node-c is cordoned)",
+                            expected="a FailedScheduling event about pod too-big (it needs 2 cpu and 2Gi: node-a "
+                                     "has 1 cpu and 1Gi, node-b 1 cpu and 4Gi, node-c 1 cpu and is cordoned)",
                             happened=lambda: f"no such event; too-big is on {node_of(ctx, 'too-big') or 'no node'}")
     messages = sorted({e["message"] for e in events})
     if messages != [expected_message] or events[0]["type"] != "Warning":
-        raise StageFailure(f'one Warning event with the message "{expected_message}"',
+        raise StageFailure(f'one Warning event with the message "{expected_message}" (node-a counted under '
+                           f'both the reasons it fails, node-c only under its first filter\'s)',
                            f"the events say {[(e['type'], e['message']) for e in events]}")
     if node_of(ctx, "too-big"):
         raise StageFailure("too-big to stay Pending", f"it was bound to {node_of(ctx, 'too-big')}")
@@ -264,13 +276,27 @@ def show_counts(counts: dict[str, int]) -> str:
 
 
 STAGES = [
-    Stage(1, "binds a pod to the only node", stage_binds, ROUND_ROBIN),
-    Stage(2, "requests, not usage: never a node without room", stage_requests, FILTER),
-    Stage(3, "nodeSelector", stage_node_selector, SELECTOR),
-    Stage(4, "cordoned and not-ready nodes get no pods", stage_cordon, CORDON),
-    Stage(5, "taints and tolerations", stage_taints, TAINTS),
-    Stage(6, "spreads by least allocated", stage_least_allocated, SCORE),
-    Stage(7, "ties take turns", stage_ties, ROUND_ROBIN),
-    Stage(8, "FailedScheduling: why a pod stays Pending, until room appears", stage_failed_scheduling, NOTHING_FITS),
-    Stage(9, "only the pods that name this scheduler", stage_scheduler_name, ANOTHER),
+    Stage(1, "binds a pod to the only node", stage_binds, ROUND_ROBIN,
+          terms=("best score", "returns one", "a single node")),
+    Stage(2, "requests, not usage: never a node without room", stage_requests, FILTER,
+          terms=("Requests, not usage", "allocatable", "already", "`spec.nodeName`", "cpu and memory",
+                 "Insufficient cpu")),
+    Stage(3, "nodeSelector", stage_node_selector, SELECTOR,
+          terms=("nodeSelector", "every one of its labels", "same value",
+                 "node(s) didn't match Pod's node affinity/selector")),
+    Stage(4, "cordoned and not-ready nodes get no pods", stage_cordon, CORDON,
+          terms=("spec.unschedulable", "node(s) were unschedulable", "`Ready` condition", '`"True"`, a string',
+                 '`"False"`', "no Ready condition at all", "node(s) were not ready")),
+    Stage(5, "taints and tolerations", stage_taints, TAINTS,
+          terms=("NoSchedule", "NoExecute", "PreferNoSchedule", "Equal", "Exists", "effect is empty",
+                 "an empty key", "any value", "the same value", "untolerated taint")),
+    Stage(6, "spreads by least allocated", stage_least_allocated, SCORE,
+          terms=("(allocatable - requested) * 100 // allocatable", "plus the pod being placed", "averaged",
+                 "twice the pods")),
+    Stage(7, "ties take turns", stage_ties, ROUND_ROBIN, terms=("same tie", "in turn", "first of the best")),
+    Stage(8, "FailedScheduling: why a pod stays Pending, until room appears", stage_failed_scheduling, NOTHING_FITS,
+          terms=("`Warning`", "`FailedScheduling`", "0/N nodes are available", "sorted",
+                 "Each reason a node gives is counted", "first filter that said no", "added later")),
+    Stage(9, "only the pods that name this scheduler", stage_scheduler_name, ANOTHER,
+          terms=("spec.schedulerName", "--scheduler-name", "leaves every other pod alone", "default-scheduler")),
 ]

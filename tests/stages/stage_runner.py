@@ -66,6 +66,10 @@ class Stage:
     title: str
     run: Callable[["StageContext"], None]
     hint: Hint                      # the lesson section for the stage as a whole
+    # The words of the rules the stage grades ("Exists", "NoSchedule"): the
+    # hint's section must state each (test_stage_hints.py), so a learner
+    # sent there finds the rule, not only a walk-through.
+    terms: tuple[str, ...] = ()
 
 
 class Program:
@@ -128,9 +132,11 @@ class StageContext:
         return program
 
     def wait_until(self, check: Callable[[], object], *, expected: str, happened: Callable[[], str],
-                   timeout: float = 10, hint: Hint | None = None):
+                   timeout: float = 10, hint: Hint | None = None, late_hint: Hint | None = None):
         """Poll check() until it returns something truthy, or fail with
-        expected/happened(). A program of the learner's that exits fails at once."""
+        expected/happened(). A program of the learner's that exits fails at once.
+        late_hint: where to read when the program ran to the deadline without
+        doing it (a rule it got wrong), if not the same place as a crash's."""
         timeout *= self.patience
         deadline = time.monotonic() + timeout
         while True:
@@ -147,7 +153,7 @@ class StageContext:
             if result:
                 return result
             if time.monotonic() > deadline:
-                raise StageFailure(expected, f"{happened()} (after {timeout:g} s)", hint)
+                raise StageFailure(expected, f"{happened()} (after {timeout:g} s)", late_hint or hint)
             time.sleep(0.1)
 
     def close(self) -> None:

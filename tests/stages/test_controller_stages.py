@@ -37,7 +37,7 @@ def test_the_untouched_starter_fails_stage_1_saying_why():
     # At once: waiting out the deadline would tell the learner nothing more.
     assert result.failure.happened == ("your program raised NotImplementedError: "
                                       "manage_replicas() is yours to write: see TODO(stage 1)")
-    assert result.failure.hint == controller_stages.A_REPLICASET
+    assert result.failure.hint == controller_stages.THE_REPLICASET
     assert "NotImplementedError: manage_replicas() is yours to write:" in result.log.replace("\n", " ")
 
 
@@ -69,6 +69,7 @@ MISTAKES = [
      "is_ready(pod)))[:count]",
      "return sorted(pods, key=lambda pod: not is_ready(pod))[:count]"),
     (4, "counts pods being deleted", 'and not pod["metadata"].get("deletionTimestamp")', ""),
+    (4, "counts a Succeeded pod", 'phase not in ("Succeeded", "Failed")', 'phase != "Failed"'),
     (5, "never releases",
      'self.set_owners(pod, [ref for ref in refs if ref.get("uid") != rs["metadata"]["uid"]])', "ours.append(pod)"),
 ]

@@ -33,7 +33,7 @@ def test_the_reference_scheduler_passes_every_stage(stage):
 def test_the_untouched_starter_fails_stage_1_saying_why():
     result = run_stage(STAGES[0], STARTER)
     assert result.failure is not None, "the starter passes stage 1: the learner has nothing to write"
-    assert result.failure.expected == "pod web bound to node1, the only node"
+    assert result.failure.expected == scheduler_stages.ONLY_NODE
     # At once: waiting out the deadline would tell the learner nothing more.
     assert result.failure.happened == ("your program raised NotImplementedError: "
                                       "pick() is yours to write: see TODO(stage 1)")
@@ -82,6 +82,14 @@ MISTAKES = [
      "if True and"),
     (8, "does not sort the reasons", "sorted(f'{n} {r}' for r, n in counts.items())",
      "(f'{n} {r}' for r, n in counts.items())"),
+    # Found by a learner trying the stages (issue 37):
+    (1, "compares Ready with Python's True, not the string", 'conditions.get("Ready") == "True"',
+     'conditions.get("Ready") is True'),
+    (5, "takes Exists with an empty key for no match", 'return not toleration.get("key") or toleration["key"] == taint["key"]',
+     'return toleration.get("key") == taint["key"]'),
+    (8, "counts only a node's first reason", "for reason in node_reasons:", "for reason in node_reasons[:1]:"),
+    (8, "stops at the first resource a node lacks", 'reasons.append(f"Insufficient {resource}")',
+     'return [f"Insufficient {resource}"]'),
 ]
 
 
@@ -94,6 +102,18 @@ def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right,
     result = run_stage(STAGES[number - 1], mine, patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a scheduler that {mistake}"
     assert not result.failure.unreadable, report(result)
+
+
+def test_a_pod_left_pending_in_stage_1_is_told_why(tmp_path):
+    """A filter that turns the only node away (here a Ready compared with
+    Python's True) is not pick()'s fault: the hint is the cycle's rules,
+    and the starter's log names the node and its reason."""
+    mine = solved(STARTER, tmp_path, {stage.number for stage in STAGES})
+    mine.write_text(mine.read_text().replace('conditions.get("Ready") == "True"', 'conditions.get("Ready") is True'))
+    result = run_stage(STAGES[0], mine, patience=EXPECTED_TO_FAIL)
+    assert result.failure is not None and result.failure.hint == scheduler_stages.CYCLE, report(result)
+    assert 'the string "True"' in result.failure.expected
+    assert "no node fits" in result.log and "node1: node(s) were not ready" in result.log, result.log
 
 
 def test_every_todo_in_the_starter_belongs_to_a_stage():

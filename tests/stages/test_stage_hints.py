@@ -1,6 +1,7 @@
 """Every hint a stage gives names a heading that exists in its lesson page,
 and every TODO in a starter names one: a learner sent to read a section
-must find it."""
+must find it. And the section a stage links to states the rules the stage
+grades: each of the stage's key terms (Stage.terms) is in its text."""
 from __future__ import annotations
 
 import re
@@ -23,10 +24,30 @@ STARTERS = [ROOT / "01-kubelet" / "build-it-yourself" / "kubelet.py",
             ROOT / "04-controllers" / "build-it-yourself" / "replicaset_controller.py",
             ROOT / "05-proxy-dns" / "build-it-yourself" / "cluster_dns.py"]
 HEADING = re.compile(r"^#+ (.+?)\s*$", re.M)
+LEVELLED_HEADING = re.compile(r"^(#+) (.+?)\s*$", re.M)
+FENCED = re.compile(r"^```.*?^```[^\n]*$", re.M | re.S)
 
 
 def headings(page: Path) -> set[str]:
     return set(HEADING.findall(page.read_text()))
+
+
+def section_text(hint: Hint) -> str:
+    """The prose under the hint's heading, up to the next heading of the
+    same or a higher level: without its code blocks (a rule stated only in
+    a quoted function or a command's output is not stated), its lines
+    joined by spaces (a term may wrap)."""
+    text = FENCED.sub("", (ROOT / hint.page).read_text())
+    found = [m for m in LEVELLED_HEADING.finditer(text) if m[2] == hint.section]
+    assert found, f"{hint}: {hint.page} has no such heading"
+    level = len(found[0][1])
+    end = next((m.start() for m in LEVELLED_HEADING.finditer(text, found[0].end()) if len(m[1]) <= level),
+               len(text))
+    return " ".join(text[found[0].end():end].split())
+
+
+def every_stage() -> list:
+    return [stage for module in STAGE_MODULES for stage in module.STAGES]
 
 
 def every_hint() -> list[Hint]:
@@ -56,3 +77,30 @@ def test_every_todo_names_a_section_of_the_lesson(starter):
             continue
         quoted = set(re.findall(r'"([^"]+)"', re.sub(r"\n\s*#\s*", " ", body)))
         assert quoted & sections, f"{name}()'s TODO names no section of {chapter.name}'s lesson"
+
+
+@pytest.mark.parametrize("stage", every_stage(), ids=lambda s: f"{s.hint.page.split('/')[0]}-stage-{s.number}")
+def test_the_linked_section_states_what_the_stage_grades(stage):
+    assert stage.terms, f"stage {stage.number} ({stage.title}) declares no terms: name the words of its rules"
+    text = section_text(stage.hint)
+    missing = [term for term in stage.terms if term not in text]
+    assert not missing, f"stage {stage.number} ({stage.title}): {stage.hint} never says {missing}"
+
+
+# A chapter's table of stages: "| N | what it checks | [section](page#anchor) |".
+STAGE_ROW = re.compile(r"^\| (\d+) \| .* \| \[([^\]]+)\]\(([^)#]*)(?:#[^)]*)?\) \|$", re.M)
+
+
+@pytest.mark.parametrize("module", STAGE_MODULES, ids=lambda m: m.__name__)
+def test_the_chapters_table_of_stages_links_what_each_stage_hints(module):
+    """The learner reads the table before running a stage, and the hint
+    after one fails: both send to the same section."""
+    chapter = ROOT / module.STAGES[0].hint.page.split("/")[0]
+    rows = {}
+    for page in chapter.glob("*.md"):
+        for number, section, target in STAGE_ROW.findall(page.read_text()):
+            rows[int(number)] = (section, (page.parent / (target or page.name)).resolve())
+    assert set(rows) == {stage.number for stage in module.STAGES}, f"{chapter.name}'s table lists stages {sorted(rows)}"
+    for stage in module.STAGES:
+        assert rows[stage.number] == (stage.hint.section, (ROOT / stage.hint.page).resolve()), \
+            f"{chapter.name}'s table sends stage {stage.number} to {rows[stage.number][0]!r}; its hint is {stage.hint}"

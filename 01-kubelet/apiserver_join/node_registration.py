@@ -16,7 +16,7 @@ import copy
 import threading
 from typing import Callable
 
-import node_status
+from apiserver_join import node_status
 from common.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
 from common.times import micro_time
 

@@ -36,6 +36,7 @@ import api_errors
 import registry
 from common.field_errors import go_string_slice, invalid
 from common.validation import is_ip
+from . import kubernetes_service
 
 SERVICES = registry.for_kind("", "Service")
 NEEDS_NODE_PORTS = ("NodePort", "LoadBalancer")
@@ -55,6 +56,15 @@ def node_ports(service: dict) -> list[int]:
 def _port_list(spec: dict) -> list[dict]:
     ports = spec.get("ports")
     return [p for p in ports if isinstance(p, dict)] if isinstance(ports, list) else []
+
+
+def init_app(app) -> None:
+    """Every Service write gets its addresses here; and the `kubernetes` Service exists."""
+    server = app.extensions["apiserver"]
+    allocator = ServiceAllocator(server.store, app.config["SERVICE_CLUSTER_IP_RANGE"],
+                                 app.config["SERVICE_NODE_PORT_RANGE"])
+    server.hooks.allocators.append(allocator.for_write)
+    kubernetes_service.ensure(server.store, allocator, app.config["ADVERTISE_ADDRESS"], app.config["SECURE_PORT"])
 
 
 class ServiceAllocator:
@@ -79,6 +89,12 @@ class ServiceAllocator:
     def api_server_ip(self) -> str:
         """The `kubernetes` Service's address: the first of the range."""
         return str(ipaddress.ip_address(self.first_ip))
+
+    def for_write(self, resource, subresource: str, obj: dict, old: dict | None, dry_run: bool):
+        """The hook writes.py asks: a Service's addresses, held until stored; None for other writes."""
+        if (resource.group, resource.kind) == ("", "Service") and subresource != "status":
+            return self.allocating(obj, old, dry_run=dry_run)
+        return None
 
     # [START allocate-service]
     @contextmanager

@@ -34,10 +34,10 @@ import shutil
 import threading
 import time
 
-import atomic_writer
 import pod_config as cfg
-from api_objects import DATA_OF, ObjectCache, ObjectError, ObjectNotFound, TokenCache
-from atomic_writer import File, PayloadError
+from api_volumes import atomic_writer
+from api_volumes.api_objects import DATA_OF, EnvResolver, ObjectCache, ObjectError, ObjectNotFound, TokenCache
+from api_volumes.atomic_writer import File, PayloadError
 from common.backoff import Backoff
 
 MEMORY_ROOT = "/dev/shm"
@@ -66,27 +66,6 @@ def api_volumes(pod: dict) -> list[tuple[int, dict]]:
 
 def kind_of(volume: dict) -> str:
     return next(k for k in KINDS if k in volume)
-
-
-def api_references(pod: dict) -> list[str]:
-    """The field paths by which a pod reads ConfigMaps or Secrets (or asks
-    for a ServiceAccount token). A static pod may not: the kubelet runs it
-    with no API server to ask, and Kubernetes refuses them too."""
-    found = []
-    for i, volume in enumerate(pod["spec"].get("volumes") or []):
-        for kind in ("configMap", "secret"):
-            if kind in volume:
-                found.append(f"spec.volumes[{i}].{kind}")
-        for j, source in enumerate((volume.get("projected") or {}).get("sources") or []):
-            found += [f"spec.volumes[{i}].projected.sources[{j}].{kind}" for kind in source if kind != "downwardAPI"]
-    containers = [(f"spec.{field}[{i}]", c) for field in ("initContainers", "containers")
-                  for i, c in enumerate(pod["spec"].get(field) or [])]
-    for where, container in containers:
-        found += [f"{where}.envFrom[{j}]" for j, _ in enumerate(container.get("envFrom") or [])]
-        for j, var in enumerate(container.get("env") or []):
-            found += [f"{where}.env[{j}].valueFrom.{kind}" for kind in (var.get("valueFrom") or {})
-                      if kind in ("configMapKeyRef", "secretKeyRef")]
-    return found
 
 
 # --- payloads: what files a volume holds ------------------------------------
@@ -406,3 +385,16 @@ class ApiVolumes:
         self.tokens.forget(unwanted)          # a pod's tokens go with its volumes
         return removed
 
+
+def install(kubelet, client, root_dir: str, sync_frequency: float) -> None:
+    """Give a kubelet that joins a cluster ConfigMaps and Secrets, for its
+    pods' variables and volumes, downward API and token volumes, and the
+    thread that keeps them up to date (kubelet.py calls this)."""
+    cache = ObjectCache(client)
+    worker = kubelet.worker
+    worker.env_api = EnvResolver(cache, lambda pod, reason, message: kubelet.events.event(pod, "Warning", reason,
+                                                                                             message))
+    worker.volumes = ApiVolumes(kubelet.node_name, root_dir, cache, kubelet.log, kubelet.events,
+                                allocatable=worker.allocatable)
+    kubelet.runtime.api_volume_path = worker.volumes.host_path
+    worker.volumes.start(sync_frequency, kubelet.stopping, kubelet.pods_now)

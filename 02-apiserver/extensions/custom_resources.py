@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import admission
 import api_errors
 import deletion
-from kubectl_compat import crd_schema
-from kubectl_compat import field_validation
 import registry
+from request_context import server
+from . import crd_schema
 from common.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
 from common.log import get_logger
 from common.validate import validate_metadata_update, validate_object, validate_status_update
@@ -129,7 +129,7 @@ def accepted_names(names: dict) -> dict:
 # --- validation: of definitions, and of custom objects ---------------------
 
 def validate(resource, obj, old, subresource: str) -> list[FieldError] | None:
-    """The validation rest.py runs for a definition or a custom object;
+    """The validation writes.py asks for (hooks.validate): a definition or a custom object;
     None for every other kind (common.validate has their rules)."""
     if resource is CRDS:
         check = validate_status_update if subresource == "status" else validate_object
@@ -257,42 +257,24 @@ def check_unconditional_update(resource, name: str, resource_version: str | None
     raise error
 
 
-# Kubernetes' message: a strategic merge patch needs to know how each list
-# merges, which only Go types say; a custom kind takes JSON and merge patches.
-_PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
+# Kubernetes' answer: a strategic merge patch needs to know how each list
+# merges, which only Go types say; a custom kind takes every other type the
+# server serves (the core's merge patch; JSON patch and apply with kubectl_compat).
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
-def check_patch_type(resource, media_type: str) -> None:
-    if isinstance(resource, CustomResource) and media_type not in _PATCH_TYPES:
-        raise api_errors.unsupported_media_type(media_type, _PATCH_TYPES)
-
-
-def prune(obj: dict, resource, mode: str | None) -> list[str]:
-    """Drop the fields a custom object's schema does not name, as Kubernetes
-    does; Strict refuses them instead. Returns Warning header texts."""
+def check_patch_type(resource, subresource: str, media_type: str) -> None:
     if not isinstance(resource, CustomResource):
-        return []
-    unknown = crd_schema.unknown_fields(resource.schema, obj)
-    if unknown and mode == "Strict":
-        raise api_errors.bad_request(
-            f'{resource.kind} in version "{resource.version}" cannot be handled as a {resource.kind}: '
-            + field_validation.strict_error_message(unknown))
-    for path in unknown:
-        *parents, name = path.split(".")
-        parent = _walk(obj, parents)
-        if isinstance(parent, dict):
-            parent.pop(name, None)
-    return field_validation.warnings(unknown) if mode in (None, "", "Warn") else []
+        return
+    served = tuple(t for t in server().hooks.patchers if t != STRATEGIC_MERGE_PATCH)
+    if media_type not in served:
+        raise api_errors.unsupported_media_type(media_type, served)
 
 
-def _walk(value, parts: list[str]):
-    for part in parts:
-        name, _, rest = part.partition("[")
-        value = value.get(name) if isinstance(value, dict) else None
-        if rest:
-            i = int(rest.rstrip("]"))
-            value = value[i] if isinstance(value, list) and i < len(value) else None
-    return value
+def unknown_fields(resource, obj: dict) -> list[str]:
+    """The fields a custom object's schema does not name: the core's field
+    validation drops them (pruning, as Kubernetes does) or, with Strict, refuses them."""
+    return crd_schema.unknown_fields(resource.schema, obj) if isinstance(resource, CustomResource) else []
 
 
 # --- the definitions controller ---------------------------------------------
@@ -448,8 +430,17 @@ class DefinitionController:
             deletion.deleted(self.server, CRDS, gone)
 
 
-def start(server) -> DefinitionController:
-    """Serve the stored definitions, and follow their changes (app.create_app)."""
+# [START init-custom-resources]
+def init_app(app) -> DefinitionController:
+    """A custom kind's strategy, registered in the core's hooks; then serve
+    the stored definitions, and follow their changes."""
+    server = app.extensions["apiserver"]
+    server.hooks.validators.append(validate)
+    server.hooks.defaulters.append(apply_defaults)
+    server.hooks.unknown_fields.append(unknown_fields)
+    server.hooks.update_checks.append(check_unconditional_update)
+    server.hooks.patch_checks.append(check_patch_type)
     controller = DefinitionController(server)
     controller.start()
     return controller
+# [END init-custom-resources]

@@ -15,6 +15,9 @@ namespace, so that a program in a pod can find the API server.
 """
 from __future__ import annotations
 
+import pod_config as cfg
+from common.informer import Informer
+
 
 def env_name(service_name: str) -> str:
     return service_name.upper().replace("-", "_")
@@ -57,3 +60,18 @@ def variables_of(name: str, spec: dict) -> dict[str, str]:
     env[f"{name}_PORT"] = f"{ports[0].get('protocol', 'TCP').lower()}://{ip}:{ports[0]['port']}"
     return env
 # [END service-env]
+
+
+def services_env_from(client):
+    """Each container's service variables, from a watched copy of every
+    Service; kubelet.py sets this up when the kubelet joins a cluster.
+    Until the first list has come, no container starts: its variables
+    would be missing, as Kubernetes refuses too."""
+    services = Informer(client, "v1", "services").start()
+    services.wait_for_sync(timeout=5)      # usually at once; an API server away does not hold us
+
+    def env_for(pod: dict) -> dict[str, str]:
+        if not services.has_synced():
+            raise cfg.ConfigError("services have not yet been read at least once, cannot construct envvars")
+        return service_env(services.list(), pod)
+    return env_for

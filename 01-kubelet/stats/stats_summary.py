@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pod_config as cfg
 from common.times import rfc3339
-from resource_usage import Usage, UsageUnreadable, boot_time, container_usage, machine_usage, meminfo
+from stats.resource_usage import Usage, UsageUnreadable, boot_time, container_usage, machine_usage, meminfo
 
 RESOLUTION = 10.0      # seconds an answer is served again (metrics-server scrapes every 15 s)
 

@@ -3,7 +3,10 @@
 Label selectors match any label; field selectors match only the few fields
 each kind declares selectable (registry.Resource.selectable_fields), because
 Kubernetes indexes those. The kubelet's `spec.nodeName=<me>` watch is the
-one the whole cluster depends on: it is how a node learns of its pods.
+one the whole cluster depends on: it is how a node learns of its pods,
+so they are served with or without kubectl_compat/: `init_app` registers
+them into the core's `field_selector` hook (without one, the core answers
+a field selector with a 400).
 """
 from __future__ import annotations
 
@@ -29,6 +32,10 @@ class FieldSelector:
 
     def is_empty(self) -> bool:
         return not self.requirements
+
+
+def init_app(app) -> None:
+    app.extensions["apiserver"].hooks.field_selector = parse_field_selector
 
 
 def parse_field_selector(text: str | None, resource) -> FieldSelector:

@@ -22,11 +22,11 @@ import threading
 import time
 from typing import Callable
 
+from apiserver_join.mirror_pods import config_hash, is_mirror, is_static, mirror_hash, mirror_of
 from common.backoff import Backoff
 from common.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
 from common.informer import Informer
 from common.keys import object_key as pod_key
-from mirror_pods import config_hash, is_mirror, is_static, mirror_hash, mirror_of
 
 
 class ApiSource:
