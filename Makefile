@@ -13,11 +13,11 @@ NODES  ?= node1,node2
 # WORKERS workers, Docker's too (nothing else shares this computer then);
 # four on two cores, because the tests mostly wait (on a kubelet's sync, a
 # back-off, a container's stop): chapter 01 took 2:48 on two workers, 2:01
-# on four with the machine busier (issue 42). The tests marked exhaustive (every row of a
-# table, every kubectl version) are left to make test. The run ends with a
-# line per capability of the chapter: its tests passed and failed, and the
-# lesson section to read for a failure (tests/capabilities.py). V=1 names
-# every test as it runs.
+# on four with the machine busier (issue 42). The tests marked exhaustive
+# (every row of a table, every kubectl version) are left to make test. The
+# run ends with a line per capability of the chapter: its tests passed and
+# failed, and the lesson section to read for a failure
+# (tests/capabilities.py). V=1 names every test as it runs.
 WORKERS ?= 4
 CHECKPOINT = $(PYTEST) -n $(WORKERS) --checkpoint -m "not exhaustive" $(if $(V),-v,-q) --capabilities
 

@@ -96,8 +96,8 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
     Capability("the node joins an API server", f"{KUBELET_JOINS}#registering-the-node", (
         "test_api_source.py", "test_node_registration.py", "test_node_status.py", "test_node_ip.py",
         "test_cluster.py", "test_mirror_pods.py", "test_service_env.py", "test_pod_dns.py")),
-    Capability("the kubelet's port: logs, exec, port-forward", f"{KUBELET_JOINS}#the-kubelets-port-for-the-api-server-only",
-               ("test_port_auth.py", "test_spdy.py")),
+    Capability("the kubelet's port: logs, exec, port-forward",
+               f"{KUBELET_JOINS}#the-kubelets-port-for-the-api-server-only", ("test_port_auth.py", "test_spdy.py")),
     Capability("the core alone, later parts by their flags", "01-kubelet/README.md#build-it", ("test_core_alone.py",)),
 ))
 
@@ -164,7 +164,8 @@ CHAPTER_04 = Chapter("04", "the controllers", "tests/controllers", (
     Capability("DaemonSets, Jobs and CronJobs",
                "04-controllers/lesson-1-run-the-controllers.md#7-node2-comes-back-a-daemonset-and-a-job", (
                    "test_daemonset.py", "test_job.py", "test_cronjob.py")),
-    Capability("your own kind", "04-controllers/lesson-2-your-own-kind.md#the-operator-04-controllerswebsite_controllerpy",
+    Capability("your own kind",
+               "04-controllers/lesson-2-your-own-kind.md#the-operator-04-controllerswebsite_controllerpy",
                ("test_website_operator.py",)),
 ))
 

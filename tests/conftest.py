@@ -198,8 +198,9 @@ def pytest_addoption(parser):
                      help="end with one line per capability of these chapters (01, 01,03 or all): "
                           "its tests passed and failed, and the lesson section to read (tests/capabilities.py)")
     parser.addoption("--checkpoint", action="store_true",
-                     help="one chapter's run (make test-NN): with -n, spread its tests one by one over the workers, "
-                          "Docker's too; only what shares this computer's fixed ports and machines stays one at a time")
+                     help="one chapter's run (make test-NN): with -n, spread its tests one by one over the "
+                          "workers, Docker's too; only what shares this computer's fixed ports and machines, "
+                          "and the files in OWN_SUBNET, stay one at a time")
 
 
 def pytest_configure(config):
@@ -219,8 +220,8 @@ def pytest_configure(config):
 def makes_another_machine(module) -> bool:
     """Whether a test module uses tests/netns.py (the module, or its remote_machine)."""
     netns = sys.modules.get("netns")
-    return netns is not None and any(value is netns or value is netns.remote_machine
-                                     for value in vars(module).values())
+    return netns is not None and module is not None and any(value is netns or value is netns.remote_machine
+                                                            for value in vars(module).values())
 
 
 def pytest_collection_modifyitems(config, items):
@@ -229,8 +230,8 @@ def pytest_collection_modifyitems(config, items):
     if astray:
         raise pytest.UsageError(f"{', '.join(astray)} use Docker: add them to DOCKER in tests/conftest.py, "
                                 "so that they run on the worker that has this computer to itself")
-    subnets = sorted({path_of(item.nodeid) for item in items
-                      if makes_another_machine(item.module) and path_of(item.nodeid) not in OWN_SUBNET})
+    subnets = sorted({path_of(item.nodeid) for item in items if path_of(item.nodeid) not in OWN_SUBNET
+                      and makes_another_machine(getattr(item, "module", None))})
     if subnets:
-        raise pytest.UsageError(f"{', '.join(subnets)} make another machine on a test subnet (tests/netns.py): "
-                                "add them to OWN_SUBNET in tests/conftest.py, so that their tests never run side by side")
+        raise pytest.UsageError(f"{', '.join(subnets)} make another machine on a test subnet (tests/netns.py): add "
+                                "them to OWN_SUBNET in tests/conftest.py, so that their tests never run side by side")
