@@ -273,6 +273,8 @@ def print_chapter(console: Console, chapter: Chapter, lines: list[Line]) -> None
     if broken:
         console.print(f"{broken} of {len(lines)} capabilities have a failing test: the failures are above, "
                       "and each line says where the lesson explains it")
+    elif all(line.capability and line.outcomes["passed"] for line in lines):
+        console.print(f"[green]all {len(lines)} capabilities hold[/green]")
 
 
 UNMAPPED = "tests on no line of tests/capabilities.py"

@@ -96,3 +96,4 @@ def test_the_summary_counts_each_test_once_and_names_the_section_of_a_failure():
     assert "✗ filters: does the pod fit?  1 passed, 1 failed" in text
     assert "    read 03-scheduler/lesson-1-how-it-schedules.md#a-filter-does-the-pod-fit" in text
     assert "- scores and ties" in text and "1 skipped" in text      # skipped only: nothing shown to hold
+    assert "1 of 2 capabilities have a failing test" in text
