@@ -98,7 +98,7 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
         "test_cluster.py", "test_mirror_pods.py", "test_service_env.py", "test_pod_dns.py")),
     Capability("the kubelet's port: logs, exec, port-forward",
                f"{KUBELET_JOINS}#the-kubelets-port-for-the-api-server-only", ("test_port_auth.py", "test_spdy.py")),
-    Capability("the core alone, later parts by their flags", "01-kubelet/README.md#build-it", ("test_core_alone.py",)),
+    Capability("the core alone, later parts by their flags", "01-kubelet/README.md#build-it", ("test_kubelet_alone.py",)),
 ))
 
 STORE = "02-apiserver/lesson-1-store-rest-watch.md"
@@ -131,7 +131,7 @@ CHAPTER_02 = Chapter("02", "the API server", "tests/apiserver", (
     Capability("etcd and several API servers", "02-apiserver/lesson-8-etcd.md#etcd-in-five-minutes", (
         "test_etcd_store.py", "test_ha.py", "test_ha_chaos.py", "test_ha_leaders.py", "test_ha_kubelets.py")),
     Capability("the core alone, the rest registered into it", "02-apiserver/README.md#build-it", (
-        "test_core_alone.py", "test_hooks.py")),
+        "test_core_alone.py", "test_registration_hooks.py")),
 ))
 
 SCHEDULE = "03-scheduler/lesson-1-how-it-schedules.md"
