@@ -42,7 +42,7 @@ venv: ## create or reuse ./.venv with the pinned dependencies
 images: ## build the offline images (busybox:1.35, registry.k8s.io/pause:3.9) from Debian's busybox-static
 	@$(SETUP) images
 
-doctor: ## is this machine ready for the lessons? one line per item, and the fix (ROLE=master [NODES=node1,node2], ROLE=node NODE=node1 [MASTER=address])
+doctor: ## is this machine ready for the lessons? one line per item, and the fix (one computer; or ROLE=master [NODES=node1,node2], ROLE=node NODE=node1 [MASTER=address])
 	@python3 .ci/doctor.py $(if $(ROLE),--role $(ROLE)) $(if $(NODE),--node $(NODE)) $(if $(MASTER),--master $(MASTER)) --nodes $(NODES)
 
 demo: setup ## the cluster so far: a two-tier application answers through a pod deletion, a stopped kubelet and a roll, on three machines (as root; DNS=path/to/yours.py)
