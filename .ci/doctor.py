@@ -1,14 +1,18 @@
 """Is this machine ready for the lessons? One line per thing they need here.
 
+    make doctor                      one computer: chapters 01-04 on it alone
     make doctor ROLE=master [NODES=node1,node2]
     make doctor ROLE=node NODE=node1 [MASTER=10.0.0.10]
 
-Run it on every machine before the cluster chapters (02 part 5 on): on the
+On one computer (chapter 01, and everything up to 02 part 5 that runs on
+one machine) the first form checks what it needs: the virtualenv, Docker,
+the images, kubectl. With machines (02 part 5 on), run it on each: on the
 master before its API server starts, on each node once it has. Each line
 says what was checked (✓), what is wrong and the command that fixes it
 (✗), what works but will surprise (!), or what could not be checked
-because of an earlier line (-). Exit code 0 only when nothing is wrong. Without ROLE, a machine named `master` is the master and one
-named like a node in NODES is that node.
+because of an earlier line (-). Exit code 0 only when nothing is wrong.
+Without ROLE, a machine named `master` is the master, one named like a
+node in NODES is that node, and any other is one computer.
 
 Standard library only: the virtualenv is one of the things it checks, so
 it runs with the system's python3.
@@ -58,7 +62,7 @@ class Finding:
 
 @dataclass
 class Machine:
-    role: str                      # "master" or "node"
+    role: str                      # "one" (a computer on its own), "master" or "node"
     node: str = ""                 # a node's name, as the lessons give it (--node-name)
     master: str = ""               # where a node finds the API server
     nodes: tuple[str, ...] = ()    # what the master must reach
@@ -302,6 +306,7 @@ def clock(machine: Machine) -> Finding:
 # --- which checks a role runs ------------------------------------------------------
 
 CHECKS = {
+    "one": (virtualenv, docker_engine, images, kubectl_version),
     "master": (virtualenv, kubectl_version, free_ranges, kubelet_ports),
     "node": (virtualenv, docker_engine, images, hostname, iptables, free_ranges, api_server, clock),
 }
@@ -341,7 +346,7 @@ def which_machine(args: argparse.Namespace) -> Machine | str:
     nodes = tuple(n for n in args.nodes.split(",") if n)
     role, node, me = args.role, args.node, socket.gethostname()
     if not role:
-        role = "node" if node or me in nodes else "master" if me == "master" else ""
+        role = "node" if node or me in nodes else "master" if me == "master" else "one"
     if role == "node":
         node = node or (me if me in nodes else "")
         if not node:
@@ -349,12 +354,14 @@ def which_machine(args: argparse.Namespace) -> Machine | str:
         return Machine("node", node=node, master=args.master or "")
     if role == "master":
         return Machine("master", nodes=nodes)
-    return (f"this machine ({me}) plays which part? make doctor ROLE=master, or ROLE=node NODE=node1")
+    return Machine("one")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="doctor", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--role", choices=("master", "node"), help="what this machine is in the lessons")
+    parser.add_argument("--role", choices=("one", "master", "node"),
+                        help="what this machine is in the lessons: one computer on its own (the default), "
+                        "the master, or a node")
     parser.add_argument("--node", default="", help="a node's name in the lessons (node1, node2)")
     parser.add_argument("--master", default="", help="the master's address or name, for a node "
                         "(default: what .certs/<node>.kubeconfig names, else `master`)")
@@ -363,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(machine, str):
         print(f"doctor: {machine}", file=sys.stderr)
         return 2
-    what = f"the node {machine.node}" if machine.role == "node" else "the master"
+    what = {"node": f"the node {machine.node}", "master": "the master",
+            "one": "one computer (machines? ROLE=master or ROLE=node NODE=node1)"}[machine.role]
     print(f"doctor: {socket.gethostname()} as {what}")
     findings = examine(machine)
     show(findings)

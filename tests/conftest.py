@@ -138,13 +138,22 @@ UNSHARED = ("tests/kubelet/test_api_source.py", "tests/kubelet/test_api_volume_p
             "tests/kubelet/test_spdy.py", "tests/kubelet/test_stats_summary.py", "tests/lessons/test_runner.py",
             "tests/network/test_cluster_dns.py", "tests/network/test_proxy_affinity.py",
             "tests/network/test_route_agent.py")
+# Files whose tests make "another machine" on a test subnet of their own
+# (tests/netns.py: 10.213.x.0/30, one x per file): two of their tests at
+# once would clash, so a checkpoint run (--checkpoint, below) keeps each
+# file's tests together, one at a time.
+OWN_SUBNET = ("tests/kubelet/test_port_auth.py", "tests/apiserver/test_remote.py", "tests/apiserver/test_pod_log.py")
 ONE_AT_A_TIME = THIS_COMPUTER + DOCKER
 GROUPS = {"this computer": THIS_COMPUTER, "this computer's Docker": DOCKER}
 
 
+def path_of(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
 def group_of(nodeid: str) -> str | None:
     """The serial group a test runs in, or None for the shared pool."""
-    path = nodeid.split("::")[0]
+    path = path_of(nodeid)
     if path in UNSHARED:
         return None
     return next((group for group, paths in GROUPS.items() if path.startswith(paths)), None)
@@ -159,7 +168,16 @@ def pytest_xdist_make_scheduler(config, log):
 
     class OneAtATimeScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return group_of(nodeid) or super()._split_scope(nodeid)
+            group = group_of(nodeid)
+            if config.getoption("checkpoint") and group != "this computer" and path_of(nodeid) not in OWN_SUBNET:
+                # One chapter's run: nothing else uses this computer's Docker
+                # meanwhile, so its tests need no chain of their own; and each
+                # test is a unit, so no long module holds one worker while the
+                # other idles (a module's shared fixture is made once on each
+                # worker that runs its tests: every one uses free ports and
+                # names of its own).
+                return nodeid
+            return group or super()._split_scope(nodeid)
 
         def _assign_work_unit(self, node) -> None:
             # The long chains first. workqueue is xdist's own (an OrderedDict
@@ -175,9 +193,45 @@ def pytest_xdist_make_scheduler(config, log):
     return OneAtATimeScheduling(config, log)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--capabilities", metavar="CHAPTERS",
+                     help="end with one line per capability of these chapters (01, 01,03 or all): "
+                          "its tests passed and failed, and the lesson section to read (tests/capabilities.py)")
+    parser.addoption("--checkpoint", action="store_true",
+                     help="one chapter's run (make test-NN): with -n, spread its tests one by one over the "
+                          "workers, Docker's too; only what shares this computer's fixed ports and machines, "
+                          "and the files in OWN_SUBNET, stay one at a time")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "exhaustive: every case of a table or every version, beyond what "
+                            "explains the chapter; make test runs them, make test-NN leaves them to it")
+    wanted = config.getoption("capabilities")
+    # Under xdist the summary is the controller's: the workers' reports reach it.
+    if wanted and not hasattr(config, "workerinput"):
+        from capabilities import CapabilitySummary, chapters_named
+        try:
+            chapters = chapters_named(wanted)
+        except ValueError as error:
+            raise pytest.UsageError(f"--capabilities: {error}") from None
+        config.pluginmanager.register(CapabilitySummary(chapters), "capabilities")
+
+
+def makes_another_machine(module) -> bool:
+    """Whether a test module uses tests/netns.py (the module, or its remote_machine)."""
+    netns = sys.modules.get("netns")
+    return netns is not None and module is not None and any(value is netns or value is netns.remote_machine
+                                                            for value in vars(module).values())
+
+
 def pytest_collection_modifyitems(config, items):
     astray = sorted({item.nodeid.split("::")[0] for item in items
                      if "docker_client" in item.fixturenames and not shares_this_computer(item.nodeid)})
     if astray:
         raise pytest.UsageError(f"{', '.join(astray)} use Docker: add them to DOCKER in tests/conftest.py, "
                                 "so that they run on the worker that has this computer to itself")
+    subnets = sorted({path_of(item.nodeid) for item in items if path_of(item.nodeid) not in OWN_SUBNET
+                      and makes_another_machine(getattr(item, "module", None))})
+    if subnets:
+        raise pytest.UsageError(f"{', '.join(subnets)} make another machine on a test subnet (tests/netns.py): add "
+                                "them to OWN_SUBNET in tests/conftest.py, so that their tests never run side by side")

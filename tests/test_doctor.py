@@ -70,7 +70,8 @@ def test_kubectl_must_be_one_of_the_versions_the_lessons_are_checked_with(monkey
     ("master", "", "", doctor.Machine("master", nodes=("node1", "node2"))),
     ("vm-1234", "master", "", doctor.Machine("master", nodes=("node1", "node2"))),
     ("vm-1234", "node", "", "which node is this? make doctor ROLE=node NODE=node1"),
-    ("vm-1234", "", "", "this machine (vm-1234) plays which part? make doctor ROLE=master, or ROLE=node NODE=node1"),
+    ("vm-1234", "", "", doctor.Machine("one")),                             # a computer on its own
+    ("vm-1234", "one", "", doctor.Machine("one")),
 ])
 def test_the_role_comes_from_the_arguments_or_the_hostname(monkeypatch, hostname, role, node, expected):
     monkeypatch.setattr(doctor.socket, "gethostname", lambda: hostname)

@@ -79,6 +79,7 @@ def test_a_continue_token_from_before_a_compaction_is_410(two_apiservers, etcd):
     assert answer.status_code == 410 and answer.json()["reason"] == "Expired", answer.text
 
 
+@pytest.mark.exhaustive    # ten rounds of a race, a regression's guard (issue 35): make test's, not a checkpoint's
 def test_api_servers_started_at_the_same_instant_on_one_etcd_all_come_up(etcd, tmp_path):
     """Every server writes the cluster's defaults at start-up (the system
     namespaces, the kubernetes Service and its Endpoints, RBAC's roles and

@@ -105,8 +105,14 @@ class Cluster:
                  what=f"pod {name} and its containers to go")
 
 
+# A plain `sleep` as a container's first process ignores SIGTERM, so every
+# deletion would wait out the kubelet's two-second minimum grace; this one
+# ends on SIGTERM, and a test's clean-up takes a moment.
+SLEEP_UNTIL_TERM = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+
+
 def sleeper(name: str = "app", **extra) -> dict:
-    return {"name": name, "image": "busybox:1.35", "command": ["sleep", "3600"], **extra}
+    return {"name": name, "image": "busybox:1.35", "command": SLEEP_UNTIL_TERM, **extra}
 
 
 def mounted(name: str, path: str) -> dict:
@@ -406,7 +412,9 @@ def test_a_missing_object_or_key_for_a_variable_is_a_create_container_config_err
     waiting = wait_for(lambda: (w := cluster.waiting(name)) and w["reason"] == "CreateContainerConfigError" and w,
                        30, what="CreateContainerConfigError")
     assert waiting["message"] == message
-    assert any(e["reason"] == "Failed" and e["message"] == f"Error: {message}" for e in cluster.events(name))
+    # The event is sent after the status, on its own: wait for it too.
+    wait_for(lambda: any(e["reason"] == "Failed" and e["message"] == f"Error: {message}" for e in cluster.events(name)),
+             10, what=f"the Failed event saying {message}")
     # Once the object (and key) is there, the container starts.
     absent = next(iter(ref.values()))["name"]
     if absent != name:
