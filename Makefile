@@ -134,7 +134,7 @@ bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rol
 test-05: venv images ## chapter 05: the pod network, services, DNS and the finale, on three machines made of namespaces (as root)
 	$(CHECKPOINT) 05 tests/network
 
-lesson-05: venv images ## run chapter 05's three parts as a lesson, on machines it makes (as root)
+lesson-05: venv images ## run chapter 05's parts as a lesson, on machines it makes (as root)
 	$(PYTEST) tests/lessons/test_lessons.py -k 05-proxy-dns
 
 stage-05: venv ## chapter 05, build it yourself: grade your cluster DNS stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
