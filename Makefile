@@ -172,7 +172,7 @@ clean-node: venv ## remove every container and volume a kubelet made (NODE=name 
 	$(PY) 01-kubelet/kubelet.py --cleanup $(if $(NODE),--node-name $(NODE),--all-nodes)
 
 snippet: venv ## print a snippet region for a blog post: make snippet NAME=sync-loop
-	@$(PY) -m common.snippets $(NAME)
+	@$(PY) -m common.tooling.snippets $(NAME)
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache

@@ -28,8 +28,8 @@ from pathlib import Path
 import docker
 import requests
 
-from common.bench_tools import PODS, SOLO, bare_docker, cpu_seconds, manifest, percentile
-from common.ports import free_port
+from common.tooling.bench_tools import PODS, SOLO, bare_docker, cpu_seconds, manifest, percentile
+from common.tooling.ports import free_port
 
 HERE = Path(__file__).resolve().parent
 NODE = "bench-node"

@@ -26,8 +26,8 @@ from pathlib import Path
 import requests
 from rich.console import Console
 
-from common.ports import free_port
-from common.your_program import YourProgram, YourProgramExited, environment
+from common.tooling.ports import free_port
+from common.tooling.your_program import YourProgram, YourProgramExited, environment
 from get_pods import ready, restarts, status_column, table
 
 HERE = Path(__file__).resolve().parent

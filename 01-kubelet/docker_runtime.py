@@ -20,7 +20,7 @@ from docker.types import Mount
 
 import pod_config as cfg
 import security_context
-from common.quantity import parse_quantity
+from common.model.quantity import parse_quantity
 
 NEVER = "0001-01-01T00:00:00Z"  # Docker's zero time: not started / not finished
 # The volume types whose files the kubelet writes from the API server's

@@ -6,7 +6,7 @@ Reads the kubelet's read-only /pods and prints one line per pod, with
 READY, STATUS and RESTARTS worked out the way kubectl does it (a waiting or
 terminated container's reason wins over the pod's phase; Init:1/2 while
 init containers run), by the same function as the API server's tables
-(common/pod_summary.py).
+(common/model/pod_summary.py).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 import requests
 
-from common.pod_summary import summarize
+from common.model.pod_summary import summarize
 
 
 def ready(pod: dict) -> str:

@@ -26,12 +26,13 @@ from urllib.parse import urlsplit
 import docker.errors
 
 import pod_config as cfg
-from common import addresses, kubeconfig
-from common.backoff import Backoff
-from common.events import EventRecorder
+from common import addresses
+from common.client import kubeconfig
+from common.client.backoff import Backoff
+from common.client.events import EventRecorder
 from common.log import EventLogger, get_logger
 from common.times import duration, rfc3339
-from common.token_file import TokenFileError, read_token_file
+from common.client.token_file import TokenFileError, read_token_file
 from docker_runtime import ContainerInfo, DockerRuntime
 from lifecycle_hooks import field_path
 from manifest_source import FileSource
@@ -612,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     sources = [FileSource(args.manifests, args.node_name, log, name_suffix=joins_cluster)] if args.manifests else []
     client = events = None
     if joins_cluster:
-        from common.client import APIClient
+        from common.client.client import APIClient
         client = APIClient(kubeconfig.from_args(args), user_agent=f"kubelet/{args.node_name}")
         events = EventRecorder(client, "kubelet", host=args.node_name, log=log).start()
     if args.cluster_dns:

@@ -12,10 +12,10 @@ import uuid
 from dataclasses import dataclass, field
 
 import pod_fields
-from common.defaults import apply_pod_defaults
+from common.model.defaults import apply_pod_defaults
 from common.log import EventLogger
-from common.manifests import ManifestError, load_manifests
-from common.validation import validate_pod
+from common.model.manifests import ManifestError, load_manifests
+from common.model.validation import validate_pod
 
 SUFFIXES = (".yaml", ".yml", ".json")
 # Static pods get a stable uid derived from node, namespace and name, so an

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 
-from common.quantity import QuantityError, parse_quantity
+from common.model.quantity import QuantityError, parse_quantity
 
 MAX_PODS = 110            # Kubernetes' default --max-pods
 RESERVABLE = ("cpu", "memory", "ephemeral-storage")

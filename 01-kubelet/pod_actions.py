@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import pod_config as cfg
-from common.backoff import Backoff
+from common.client.backoff import Backoff
 from docker_runtime import ContainerInfo
 from pod_status import Waiting, latest_two
 

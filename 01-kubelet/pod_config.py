@@ -13,8 +13,8 @@ import hashlib
 import json
 import re
 
-from common.quantity import parse_quantity
-from common.keys import object_key as pod_key  # noqa: F401 (a defaulted pod always has a namespace)
+from common.model.quantity import parse_quantity
+from common.model.keys import object_key as pod_key  # noqa: F401 (a defaulted pod always has a namespace)
 
 # Labels the kubelet puts on every container it creates. They are how it
 # finds its containers again after a restart: the kubelet keeps no state of

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from common.quantity import parse_quantity
+from common.model.quantity import parse_quantity
 from common import times
 from docker_runtime import ContainerInfo
 

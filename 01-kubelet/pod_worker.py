@@ -18,8 +18,8 @@ import docker.errors
 
 import pod_config as cfg
 import pod_fields
-from common.backoff import Backoff
-from common.events import EventRecorder
+from common.client.backoff import Backoff
+from common.client.events import EventRecorder
 from common.log import EventLogger
 from docker_runtime import ContainerInfo, DockerRuntime, ImagePullError, StartError
 from lifecycle_hooks import field_path, run_hook, stop_container, termination_order

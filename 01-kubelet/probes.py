@@ -20,7 +20,7 @@ import docker.errors
 import requests
 import urllib3
 
-from common.events import EventRecorder
+from common.client.events import EventRecorder
 from common.log import EventLogger
 
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)  # HTTPS probes skip verification, as Kubernetes'

@@ -31,7 +31,7 @@ from werkzeug.serving import make_server
 
 import pod_config as cfg
 from common.log import EventLogger
-from common.token_file import same_token
+from common.client.token_file import same_token
 from pod_status import latest_two
 
 bp = Blueprint("kubelet", __name__)

@@ -29,7 +29,7 @@ from flask import Blueprint, request
 import abac
 import api_errors
 import decode
-from common import field_errors
+from common.model import field_errors
 import gauntlet
 import registry
 from authentication import User

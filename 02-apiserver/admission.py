@@ -45,7 +45,7 @@ validation, then its validating plugins; see the chapter's part 3).
 Order matters in our chain: LimitRanger must see the object
 NamespaceLifecycle let in, and a plugin that changes the object
 (LimitRanger) runs before one that only checks it. The default order keeps
-to that, as Kubernetes' fixed order does. Defaulting (common/defaults.py)
+to that, as Kubernetes' fixed order does. Defaulting (common/model/defaults.py)
 runs before the chain.
 
 Beside the chain, what a DELETE decides (Kubernetes' deletion strategy):
@@ -59,7 +59,7 @@ import api_errors
 import node_restriction
 import registry
 import service_accounts
-from common.quantity import parse_quantity
+from common.model.quantity import parse_quantity
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES = registry.for_kind("", "Namespace")

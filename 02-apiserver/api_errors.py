@@ -72,7 +72,7 @@ _CAUSE_REASONS = {
 
 
 def invalid(resource, kind: str, name: str, errors) -> APIError:
-    """422 Invalid, with one `details.causes` entry per common.field_errors.FieldError.
+    """422 Invalid, with one `details.causes` entry per common.model.field_errors.FieldError.
 
     kubectl prints the message: `The Pod "web" is invalid: spec.containers[0].image: Required value`."""
     causes = [{"reason": _CAUSE_REASONS.get(e.type, "FieldValueInvalid"),

@@ -42,7 +42,7 @@ from tokens import TokenFileError as TokenAuthFileError  # for --token-auth-file
 from common.addresses import this_machines_address
 from common.log import get_logger
 from common.times import duration
-from common.token_file import TokenFileError, read_token_file  # for --kubelet-client-token-file
+from common.client.token_file import TokenFileError, read_token_file  # for --kubelet-client-token-file
 
 log = get_logger("apiserver")
 

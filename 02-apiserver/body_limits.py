@@ -6,9 +6,9 @@ store or send back. Each refusal is a 400 saying what is wrong and where:
     a JSON body in UTF-16, or after a byte-order mark   Kubernetes' decoder refuses
                                                           both: JSON is UTF-8 text
     nesting deeper than 100 levels, in any format       the field path, or the byte
-                                                          (common/nesting.py: why 100)
+                                                          (common/model/nesting.py: why 100)
     YAML whose aliases expand past --max-request-bytes  the line of the alias
-    YAML with more values than a parse may cost         the line (common/manifests.py)
+    YAML with more values than a parse may cost         the line (common/model/manifests.py)
 
 The nesting check runs on every body decode.py reads (JSON, YAML and
 protobuf), on every patch and on every patch's result (kubectl_compat/
@@ -22,8 +22,8 @@ import re
 from flask import current_app
 
 import api_errors
-from common.manifests import MAX_BYTES, ManifestError, load_manifest_text
-from common.nesting import MAX_DEPTH, depth_message, too_deep_at
+from common.model.manifests import MAX_BYTES, ManifestError, load_manifest_text
+from common.model.nesting import MAX_DEPTH, depth_message, too_deep_at
 
 _UTF8_BOM = b"\xef\xbb\xbf"
 _JSON_TOKEN = re.compile(rb'[\[\]{}]|"(?:[^"\\]|\\.)*"')   # brackets, and strings to skip over

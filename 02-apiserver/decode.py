@@ -121,7 +121,7 @@ def apply_field_validation(obj: dict, body: bytes, resource, mode: str) -> list[
     except RecursionError:
         raise api_errors.bad_request("the request body is nested too deeply") from None
     duplicates = []
-    if mode != "Ignore" and hooks.duplicate_fields and body.lstrip()[:1] == b"{":   # YAML: refused by common.manifests
+    if mode != "Ignore" and hooks.duplicate_fields and body.lstrip()[:1] == b"{":   # YAML: refused by common.model.manifests
         duplicates = hooks.duplicate_fields(body)
     problems = [f'unknown field "{p}"' for p in unknown] + [f'duplicate field "{p}"' for p in duplicates]
     if mode == "Strict" and problems:

@@ -8,7 +8,7 @@ stays Pending, since nothing chooses a node for it yet (chapter 03's
 scheduler will). It shows the cluster as `kubectl get nodes,pods -o wide`
 does, then stops everything and removes the containers.
 
-The cluster itself (processes, waiting, clean-up) is common/local_cluster.py,
+The cluster itself (processes, waiting, clean-up) is common/tooling/local_cluster.py,
 which later chapters' demos reuse with their component added.
 
     python 02-apiserver/demo.py [--apiserver path/to/your_apiserver.py]
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import requests
 
-from common.local_cluster import Cluster, console, pod
+from common.tooling.local_cluster import Cluster, console, pod
 
 PODS = "/api/v1/namespaces/default/pods"
 

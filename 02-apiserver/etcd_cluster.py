@@ -18,8 +18,8 @@ from pathlib import Path
 
 import requests
 
-from common.ports import free_port
-from common.processes import LoggedProcess
+from common.tooling.ports import free_port
+from common.tooling.processes import LoggedProcess
 
 ETCD = "etcd"
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import api_errors
 import registry
 from common.log import get_logger
-from common.nesting import checked, too_deep_at
+from common.model.nesting import checked, too_deep_at
 from event_log import CorruptLog, EventLog, record_line
 from event_log import fsync_dir as _fsync_dir
 from watch_cache import Event, WatchCache

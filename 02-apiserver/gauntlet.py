@@ -5,7 +5,7 @@
     authorization   may they do this?        --authorization-mode       (403 if not)
                                              (ABAC, RBAC: authorizers.py)
     admission       is the object allowed?   admission.py's plugins     (after decoding)
-    validation      is it well formed?       common/validate.py         (422)
+    validation      is it well formed?       common/model/validate.py         (422)
 
 Authentication comes first because authorization needs a name; admission
 after both, because it looks at the decoded object, which only an

@@ -39,8 +39,8 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from etcd_cluster import EtcdCluster, etcd_installed  # noqa: E402
-from common.ports import free_port  # noqa: E402
-from common.processes import LoggedProcess  # noqa: E402
+from common.tooling.ports import free_port  # noqa: E402
+from common.tooling.processes import LoggedProcess  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

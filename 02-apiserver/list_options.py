@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import api_errors
 import decode
-from common.field_errors import forbidden, not_supported
+from common.model.field_errors import forbidden, not_supported
 
 MATCHES = ("Exact", "NotOlderThan")
 CATCH_UP_SECONDS = 3          # Kubernetes' watch cache waits as long for a version it has not seen

@@ -23,7 +23,7 @@ import registry
 import rbac
 from abac import Attributes
 from rbac import PolicyRule
-from common.lenient import as_dict, as_list
+from common.model.lenient import as_dict, as_list
 
 NODE_GROUP = "system:nodes"
 NODE_PREFIX = "system:node:"

@@ -39,7 +39,7 @@ from __future__ import annotations
 from flask import g
 
 import api_errors
-from common.lenient import as_dict, as_list
+from common.model.lenient import as_dict, as_list
 from node_authorizer import node_name, referenced
 
 MIRROR = "kubernetes.io/config.mirror"

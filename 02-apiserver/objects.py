@@ -8,7 +8,7 @@ Kubernetes keeps these rules in a per-kind "strategy" (an object of rules
 for creating, updating and validating that kind); here they are one
 small module, since our kinds differ only in whether they have a status.
 
-One call out of the core, to take on trust: `common.quantity` reads
+One call out of the core, to take on trust: `common.model.quantity` reads
 resource amounts ("250m", "64Mi") for a pod's QoS class.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import copy
 import random
 import uuid
 
-from common.quantity import parse_quantity
+from common.model.quantity import parse_quantity
 from common.times import rfc3339 as now  # noqa: F401 (objects.now(): what the server stamps)
 
 # Kubernetes' generateName alphabet: no vowels (no accidental words), no

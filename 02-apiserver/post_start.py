@@ -16,7 +16,7 @@ from __future__ import annotations
 import admission
 import api_errors
 import objects
-from common.defaults import apply_defaults
+from common.model.defaults import apply_defaults
 
 
 def create_if_missing(store, resource, obj: dict) -> dict | None:

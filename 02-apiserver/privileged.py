@@ -14,7 +14,7 @@ plugin. This check is Kubernetes' own, and holds with any plugin list.)
 """
 from __future__ import annotations
 
-from common.field_errors import FieldError, forbidden
+from common.model.field_errors import FieldError, forbidden
 
 # Where each kind keeps its pod spec.
 POD_SPEC_PATHS = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 
-from common.validation_shared import selector_matches
+from common.model.validation_shared import selector_matches
 from rbac import CLUSTER_ROLES
 from watch_cache import Expired
 

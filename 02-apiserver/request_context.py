@@ -5,7 +5,7 @@ turns an object into the JSON answer, and the helpers below read what a
 request asks for (the object it names, ?dryRun, the selectors). Nothing
 here decides anything: rest.py routes, writes.py and deletion.py act.
 
-Calls out of the core, to take on trust: `common.selectors` parses
+Calls out of the core, to take on trust: `common.model.selectors` parses
 ?labelSelector, and the registered hooks ?fieldSelector. `server()`
 returns app.py's `APIServer`: its `store`, its `watches` limit,
 `max_watch_seconds` and `bookmark_seconds` for watch.py, and `hooks`
@@ -18,7 +18,7 @@ import json
 from flask import Response, current_app, request
 
 import api_errors
-from common.selectors import SelectorError, parse_selector
+from common.model.selectors import SelectorError, parse_selector
 
 
 def server():

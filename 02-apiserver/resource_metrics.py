@@ -41,7 +41,7 @@ import objects
 import registry
 import request_info
 from common.log import get_logger
-from common.quantity import BINARY_SI, Quantity
+from common.model.quantity import BINARY_SI, Quantity
 from request_context import respond, selectors, server
 from subresources import NODES, kubelet_credentials, kubelet_url, refused_by_kubelet
 

@@ -38,7 +38,7 @@ import threading
 import api_errors
 import objects
 import registry
-from common.defaults import apply_defaults
+from common.model.defaults import apply_defaults
 from node_authorizer import referenced
 
 SERVICE_ACCOUNTS = registry.for_kind("", "ServiceAccount")

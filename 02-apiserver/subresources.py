@@ -19,8 +19,8 @@ import objects
 import registry
 import writes
 from request_context import dry_run, existing, respond, server
-from common import field_errors
-from common.selectors import selector_from_label_selector
+from common.model import field_errors
+from common.model.selectors import selector_from_label_selector
 
 NODES = registry.for_kind("", "Node")
 

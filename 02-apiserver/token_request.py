@@ -24,7 +24,7 @@ import api_errors
 import decode
 import node_restriction
 import objects
-from common import field_errors
+from common.model import field_errors
 from request_context import respond, server
 from sa_tokens import NODES, PODS, SERVICE_ACCOUNTS
 

@@ -30,9 +30,9 @@ from authentication import INSECURE_USER
 from deletion import finish_deletion_if_done
 from privileged import privileged_errors
 from request_context import dry_run, respond, server
-from common.defaults import apply_defaults
-from common.validate import validate_object, validate_status_update
-from common.field_errors import invalid
+from common.model.defaults import apply_defaults
+from common.model.validate import validate_object, validate_status_update
+from common.model.field_errors import invalid
 
 
 def _admit_validate(obj: dict, old: dict | None, info, operation: str, subresource: str = "") -> None:

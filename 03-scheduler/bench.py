@@ -55,11 +55,11 @@ from typing import NamedTuple
 
 import aiohttp
 
-from common.client import APIClient, APIConnectionError
-from common.kubeconfig import Connection
-from common.bench_tools import call, percentile, populate, print_rows, start_apiserver
-from common.bench_tools import machine as processor_and_cores
-from common.processes import stop_within
+from common.client.client import APIClient, APIConnectionError
+from common.client.kubeconfig import Connection
+from common.tooling.bench_tools import call, percentile, populate, print_rows, start_apiserver
+from common.tooling.bench_tools import machine as processor_and_cores
+from common.tooling.processes import stop_within
 
 HERE = Path(__file__).resolve().parent
 SCHEDULER = HERE / "scheduler.py"
@@ -274,7 +274,7 @@ def probe(url: str, out: Path, profile: Path | None) -> int:
     thread pool and is not in it) and each whole schedule_one. Writes the
     timings as JSON to `out` when stopped (SIGTERM)."""
     sys.path.insert(0, str(HERE))
-    from common.events import EventRecorder
+    from common.client.events import EventRecorder
     from common.log import get_logger
     from scheduler import Scheduler
 

@@ -1,6 +1,6 @@
 """The main demo (`make demo`) as of chapter 03: the scheduler places pods.
 
-An API server and two kubelets on this machine (common/local_cluster.py),
+An API server and two kubelets on this machine (common/tooling/local_cluster.py),
 and now the scheduler. Six identical pods are created with no node: the
 scheduler filters, scores, breaks the ties round robin and binds them,
 three to each node, and the kubelets run them. One more pod asks for more
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import requests
 
-from common.local_cluster import Cluster, console, pod
+from common.tooling.local_cluster import Cluster, console, pod
 
 REPLICAS = 6
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from common.selectors import Selector, SelectorError
+from common.model.selectors import Selector, SelectorError
 from framework import MAX_NODE_SCORE, SKIP, Plugin
 
 Domain = tuple[str, str]       # (topology key, value), e.g. ("kubernetes.io/hostname", "node1")

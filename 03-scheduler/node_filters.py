@@ -7,11 +7,11 @@ cluster (and searching the web for it finds the right answers).
 
 Whether a toleration covers a taint and whether a node matches a
 nodeSelectorTerm are rules the controllers of chapter 04 apply too: they
-live in common/scheduling.py, and the plugins here apply them.
+live in common/model/scheduling.py, and the plugins here apply them.
 """
 from __future__ import annotations
 
-from common.scheduling import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, term_matches, tolerated
+from common.model.scheduling import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, term_matches, tolerated
 from framework import SKIP, Plugin, default_normalize
 
 # ---------------------------------------------------------------- node conditions

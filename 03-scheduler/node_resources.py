@@ -21,7 +21,7 @@ Plugins here:
 """
 from __future__ import annotations
 
-from common.quantity import QuantityError, parse_quantity
+from common.model.quantity import QuantityError, parse_quantity
 from framework import MAX_NODE_SCORE, SKIP, Plugin
 
 # A container that requests nothing still uses something. For *scoring*

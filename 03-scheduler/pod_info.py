@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from common.selectors import Selector, SelectorError, selector_from_label_selector
+from common.model.selectors import Selector, SelectorError, selector_from_label_selector
 from node_resources import pod_requests
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"

@@ -29,12 +29,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from common import kubeconfig, leader_election
-from common.client import APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
-from common.events import EventRecorder
-from common.informer import Informer
+from common.client import kubeconfig, leader_election
+from common.client.client import APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
+from common.client.events import EventRecorder
+from common.client.informer import Informer
 from common.log import get_logger
-from common.keys import object_key
+from common.model.keys import object_key
 from common.times import rfc3339
 from default_profile import default_framework
 from framework import Decision

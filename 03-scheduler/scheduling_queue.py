@@ -27,14 +27,14 @@ The queue holds keys and the PodInfo it was given; the scheduler looks the
 pod up again when it pops it, so an entry for a pod deleted meanwhile is
 harmless.
 
-Why not the controllers' work queue (common/workqueue.py), which can also
+Why not the controllers' work queue (common/client/workqueue.py), which can also
 add a key later? Kubernetes does not use it here either: its scheduler has
 a queue of its own (PriorityQueue: an active heap ordered by priority, a
 back-off heap, the unschedulable pods), because pods are tried in
 priority order and parked until a cluster event, which a FIFO of keys
 cannot express. And the back-off is the pod's own (1 s doubled per failed
 attempt, kept with the pod), as the scheduler's calculateBackoffDuration
-computes it, not common/backoff.py's, whose delays decay with time as
+computes it, not common/client/backoff.py's, whose delays decay with time as
 client-go's flowcontrol.Backoff does for the kubelet (kube-scheduler's
 scheduling_queue.go; kubernetes/community's sig-scheduling/scheduler_queues.md).
 """

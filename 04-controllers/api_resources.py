@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from common.client import APIClient, NotFound
+from common.client.client import APIClient, NotFound
 
 
 @dataclass(frozen=True)

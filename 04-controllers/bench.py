@@ -32,7 +32,7 @@ from pathlib import Path
 
 import requests
 
-from common.apiserver_process import APIServer
+from common.tooling.apiserver_process import APIServer
 from common.times import rfc3339 as now
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,11 +31,11 @@ from __future__ import annotations
 import threading
 import traceback
 
-from common.client import APIClient, APIConnectionError, APIStatusError, Conflict
-from common.events import EventRecorder
-from common.informer import Informer
-from common.workqueue import RateLimitingQueue
-from common.keys import object_key as key_for, split_key  # noqa: F401 (the controllers' names for them)
+from common.client.client import APIClient, APIConnectionError, APIStatusError, Conflict
+from common.client.events import EventRecorder
+from common.client.informer import Informer
+from common.client.workqueue import RateLimitingQueue
+from common.model.keys import object_key as key_for, split_key  # noqa: F401 (the controllers' names for them)
 
 
 class Informers:

@@ -21,9 +21,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import kubeconfig, leader_election  # noqa: E402
-from common.client import APIClient  # noqa: E402
-from common.events import EventRecorder  # noqa: E402
+from common.client import kubeconfig, leader_election  # noqa: E402
+from common.client.client import APIClient  # noqa: E402
+from common.client.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from common.times import duration  # noqa: E402
 from controller import Informers  # noqa: E402

@@ -22,8 +22,8 @@ from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from common import cron
-from common.client import AlreadyExists, NotFound
+from common.model import cron
+from common.client.client import AlreadyExists, NotFound
 from common import times
 from controller import Controller, split_key
 from job import finished

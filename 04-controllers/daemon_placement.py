@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple
 # The scheduler's own taint and node-affinity rules, so the controller and
 # the scheduler never disagree about a node (Kubernetes' daemon controller
 # calls the same helpers, from k8s.io/component-helpers/scheduling).
-from common.scheduling import NO_EXECUTE, NO_SCHEDULE, term_matches, tolerated
+from common.model.scheduling import NO_EXECUTE, NO_SCHEDULE, term_matches, tolerated
 
 REVISION_LABEL = "controller-revision-hash"
 

@@ -1,7 +1,7 @@
 """The main demo (`make demo`) as of chapter 04: controllers keep pods running.
 
 An API server, two kubelets, the scheduler and now the controller manager,
-all on this machine (common/local_cluster.py). A Deployment of four
+all on this machine (common/tooling/local_cluster.py). A Deployment of four
 replicas comes up through its ReplicaSet; a change to its template rolls it
 to a new ReplicaSet, never below three ready pods; then one node's kubelet
 is killed, the node lifecycle controller marks the node unreachable and
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-from common.local_cluster import Cluster, console
+from common.tooling.local_cluster import Cluster, console
 
 NODES = ["demo-node1", "demo-node2"]
 REPLICAS = 4

@@ -19,7 +19,7 @@ import copy
 import json
 import time
 
-from common.events import now
+from common.client.events import now
 from controller import Controller, key_for, split_key
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, selects
 from pods import parse_time

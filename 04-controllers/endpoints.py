@@ -14,7 +14,7 @@ resolve a port differently land in different subsets.
 """
 from __future__ import annotations
 
-from common.selectors import Selector
+from common.model.selectors import Selector
 from controller import Controller, split_key
 
 # Kubernetes marks the Endpoints it manages; a Service without a selector

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from common.client import NotFound
+from common.client.client import NotFound
 from controller import Controller, split_key
 from endpoints import resolve_port, service_selects
 from expectations import Expectations

@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass, field
 
 from api_resources import APIResources
-from common.client import NotFound
+from common.client.client import NotFound
 from controller import Controller
 
 ORPHAN = "orphan"

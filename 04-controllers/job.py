@@ -22,8 +22,8 @@ import copy
 import time
 from typing import NamedTuple
 
-from common.client import NotFound
-from common.events import now as timestamp
+from common.client.client import NotFound
+from common.client.events import now as timestamp
 from controller import split_key
 from ownership import adopt, controller_of, is_controlled_by, owner_reference, release, selects
 from pod_owner import BURST_PODS, PodOwnerController

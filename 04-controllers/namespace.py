@@ -21,7 +21,7 @@ carry on after a restart of either process. A controller that looks at
 from __future__ import annotations
 
 from api_resources import APIResources
-from common.client import NotFound
+from common.client.client import NotFound
 from controller import Controller
 
 FINALIZER = "kubernetes"

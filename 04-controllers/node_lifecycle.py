@@ -30,7 +30,7 @@ import copy
 import threading
 import time
 
-from common.client import NotFound
+from common.client.client import NotFound
 from common.times import rfc3339
 from controller import Controller, key_for
 from pods import parse_time

@@ -14,8 +14,8 @@ Claiming (client-go's ControllerRefManager) keeps the two in step:
 """
 from __future__ import annotations
 
-from common.client import APIClient
-from common.selectors import SelectorError, selector_from_label_selector
+from common.client.client import APIClient
+from common.model.selectors import SelectorError, selector_from_label_selector
 
 
 def owner_reference(owner: dict, block_owner_deletion: bool = True) -> dict:

@@ -12,7 +12,7 @@ events the same way, so that code lives here once:
 """
 from __future__ import annotations
 
-from common.client import NotFound
+from common.client.client import NotFound
 from controller import Controller, key_for
 from expectations import Expectations
 from ownership import controller_of, selects

@@ -18,7 +18,7 @@ same itself (02-apiserver/service_accounts.py, with NoControllerManager).
 """
 from __future__ import annotations
 
-from common.client import AlreadyExists, NotFound
+from common.client.client import AlreadyExists, NotFound
 from controller import Controller
 
 DEFAULT_ACCOUNT = "default"

@@ -14,12 +14,12 @@ elsewhere". Without tolerationSeconds it tolerates the taint forever.
 
 Pure functions of the pod's tolerations, the node's taints and the time,
 so tables test them. Whether a toleration matches a taint is the
-scheduler's own rule, shared through common/scheduling.py so that the
+scheduler's own rule, shared through common/model/scheduling.py so that the
 scheduler and this controller never disagree about a pod.
 """
 from __future__ import annotations
 
-from common.scheduling import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, tolerates  # noqa: F401
+from common.model.scheduling import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, tolerates  # noqa: F401
 from pods import parse_time
 
 # The taints Kubernetes' node lifecycle controller manages (its names, kept).

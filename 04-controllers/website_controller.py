@@ -32,9 +32,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import kubeconfig  # noqa: E402
-from common.client import NotFound, client_from_args  # noqa: E402
-from common.events import EventRecorder  # noqa: E402
+from common.client import kubeconfig  # noqa: E402
+from common.client.client import NotFound, client_from_args  # noqa: E402
+from common.client.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from controller import Controller, Informers, split_key  # noqa: E402
 from ownership import controller_of, owner_reference  # noqa: E402

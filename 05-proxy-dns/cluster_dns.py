@@ -45,11 +45,11 @@ import dns.rdatatype
 import dns.reversename
 import dns.rrset
 
-from common import kubeconfig
-from common.client import client_from_args
-from common.informer import Informer
+from common.client import kubeconfig
+from common.client.client import client_from_args
+from common.client.informer import Informer
 from common.log import get_logger
-from common.processes import stop_on_signals
+from common.tooling.processes import stop_on_signals
 
 TTL = 5                      # seconds: CoreDNS's kubernetes plugin's default
 log = get_logger("dns")

@@ -34,8 +34,8 @@ HERE = Path(__file__).resolve().parent
 PRIVATE = Path("/tmp")
 sys.path.insert(0, str(HERE))
 
-from common.polling import wait_for  # noqa: E402
-from common.your_program import YourProgramExited  # noqa: E402
+from common.tooling.polling import wait_for  # noqa: E402
+from common.tooling.your_program import YourProgramExited  # noqa: E402
 from finale import run, urls  # noqa: E402
 from machine_cluster import Cluster, free_subnet  # noqa: E402
 from machines import Machines, missing_requirements  # noqa: E402

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from common.polling import wait_for
+from common.tooling.polling import wait_for
 from machine_cluster import Cluster
 from request_loop import RequestLoop, Tally
 

@@ -12,7 +12,7 @@ Cluster(..., your_dns=path) runs the learner's cluster DNS
 (build-it-yourself/cluster_dns.py) on the nodes in place of ours. Every
 request to the API server from here first checks that it is still
 running, so whatever waits on the cluster stops, at its next poll, with
-one line naming the file and its last lines (common/your_program.py).
+one line naming the file and its last lines (common/tooling/your_program.py).
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ from pathlib import Path
 import requests
 import yaml
 
-from common.polling import wait_for
-from common.processes import stop_within
-from common.your_program import YourProgram, environment
+from common.tooling.polling import wait_for
+from common.tooling.processes import stop_within
+from common.tooling.your_program import YourProgram, environment
 from machines import Machines, covering_route, host_routes
 
 ROOT = Path(__file__).resolve().parents[1]

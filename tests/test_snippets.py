@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from common import snippets
+from common.tooling import snippets
 
 QUOTES = [q for readme in snippets.readmes() for q in snippets.quotes_in(readme)]
 
@@ -56,9 +56,9 @@ def test_malformed_regions_are_refused(tmp_path, source, message):
 
 
 def test_the_command_prints_a_region_for_a_blog_post():
-    result = subprocess.run([sys.executable, "-m", "common.snippets", "pod-phase"],
+    result = subprocess.run([sys.executable, "-m", "common.tooling.snippets", "pod-phase"],
                             capture_output=True, text=True, check=True)
     assert result.stdout.startswith("def pod_phase(")
-    missing = subprocess.run([sys.executable, "-m", "common.snippets", "no-such-region"],
+    missing = subprocess.run([sys.executable, "-m", "common.tooling.snippets", "no-such-region"],
                              capture_output=True, text=True)
     assert missing.returncode == 1 and "--list" in missing.stderr

@@ -44,8 +44,8 @@ from typing import Callable
 
 import pod_config as cfg
 
-from common.client import APIClient, APIConnectionError, APIStatusError, NotFound
-from common.names import is_env_var_name
+from common.client.client import APIClient, APIConnectionError, APIStatusError, NotFound
+from common.model.names import is_env_var_name
 
 KINDS = {"configmaps": "configmap", "secrets": "secret"}   # plural -> how the kubelet's messages name it
 

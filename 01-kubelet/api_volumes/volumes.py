@@ -38,7 +38,7 @@ import pod_config as cfg
 from api_volumes import atomic_writer
 from api_volumes.api_objects import DATA_OF, EnvResolver, ObjectCache, ObjectError, ObjectNotFound, TokenCache
 from api_volumes.atomic_writer import File, PayloadError
-from common.backoff import Backoff
+from common.client.backoff import Backoff
 
 MEMORY_ROOT = "/dev/shm"
 KINDS = ("configMap", "secret", "downwardAPI", "projected")

@@ -1,7 +1,7 @@
 """Pods from the API server: the kubelet's second pod source, beside --manifests.
 
 The kubelet watches only the pods bound to its node (a field selector,
-`spec.nodeName=<this node>`), through the shared informer (common/informer.py),
+`spec.nodeName=<this node>`), through the shared informer (common/client/informer.py),
 so the sync loop asks `pods()` exactly as it asks the manifest directory.
 After each sync, `report()` works out what the API server should hear back:
 
@@ -23,10 +23,10 @@ import time
 from typing import Callable
 
 from apiserver_join.mirror_pods import config_hash, is_mirror, is_static, mirror_hash, mirror_of
-from common.backoff import Backoff
-from common.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
-from common.informer import Informer
-from common.keys import object_key as pod_key
+from common.client.backoff import Backoff
+from common.client.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
+from common.client.informer import Informer
+from common.model.keys import object_key as pod_key
 
 
 class ApiSource:

@@ -17,7 +17,7 @@ import threading
 from typing import Callable
 
 from apiserver_join import node_status
-from common.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
+from common.client.client import AlreadyExists, APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
 from common.times import micro_time
 
 LEASE_NAMESPACE = "kube-node-lease"

@@ -38,11 +38,11 @@ import docker
 from flask import Flask, jsonify
 from werkzeug.serving import make_server
 
-from common.defaults import apply_pod_defaults
+from common.model.defaults import apply_pod_defaults
 from common.log import get_logger
-from common.manifests import ManifestError, load_manifests
+from common.model.manifests import ManifestError, load_manifests
 from common.times import duration
-from common.validation import validate_pod
+from common.model.validation import validate_pod
 
 # Every container carries these labels: they are the kubelet's only memory
 # (the names are Kubernetes'; the node's is ours, as several kubelets may

@@ -16,7 +16,7 @@ namespace, so that a program in a pod can find the API server.
 from __future__ import annotations
 
 import pod_config as cfg
-from common.informer import Informer
+from common.client.informer import Informer
 
 
 def env_name(service_name: str) -> str:

@@ -41,10 +41,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
 sys.path.insert(0, str(HERE))   # the chapter's modules (http_server), when run as a script
 
-from common.bench_tools import (call, machine, percentile, pod, pods_path, populate, print_rows, start,  # noqa: E402
+from common.tooling.bench_tools import (call, machine, percentile, pod, pods_path, populate, print_rows, start,  # noqa: E402
                                 start_apiserver)
-from common.ports import free_port  # noqa: E402
-from common.processes import stop_within  # noqa: E402
+from common.tooling.ports import free_port  # noqa: E402
+from common.tooling.processes import stop_within  # noqa: E402
 
 
 # ----- small helpers -----

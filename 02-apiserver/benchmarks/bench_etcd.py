@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 from bench import call, free_port, list_latency, machine, percentile, pod, pods_path, populate, python_rate  # noqa: E402
 from etcd_cluster import EtcdCluster  # noqa: E402
 from ha_control_plane import APIServerProcess, HAProxy  # noqa: E402
-from common.processes import stop_within  # noqa: E402
+from common.tooling.processes import stop_within  # noqa: E402
 
 APISERVER = HERE.parent / "apiserver.py"
 CLIENTS = 8

@@ -32,8 +32,8 @@ import requests
 import websocket
 
 ROOT = Path(__file__).resolve().parents[2]
-from common.polling import wait_for
-from common.ports import free_port
+from common.tooling.polling import wait_for
+from common.tooling.ports import free_port
 
 NODE = f"bench-exec-{uuid.uuid4().hex[:6]}"
 SIZE = 64 * 1024 * 1024

@@ -37,7 +37,7 @@ from bench import machine, percentile  # noqa: E402
 from bench_etcd import start_apiserver  # noqa: E402
 from etcd_cluster import EtcdCluster  # noqa: E402
 from ha_control_plane import LEASE_DURATION, ElectedComponent  # noqa: E402
-from common.processes import stop_within  # noqa: E402
+from common.tooling.processes import stop_within  # noqa: E402
 
 WATCHERS = 100
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

@@ -2,7 +2,7 @@
 server add to a kubelet's work?
 
 The same 30 two-container pods as chapter 01's benchmark (their manifest
-and the helpers both use are in common/bench_tools.py), and in the same run:
+and the helpers both use are in common/tooling/bench_tools.py), and in the same run:
 
 1. Latency. The pods reach one kubelet two ways: as files in its manifest
    directory (chapter 01, no API server), and as pods POSTed to the API
@@ -49,9 +49,9 @@ import docker
 import requests
 import yaml
 
-from common.bench_tools import PODS, SOLO, bare_docker, cpu_seconds, manifest, percentile
-from common.ports import free_port
-from common.processes import stop_within
+from common.tooling.bench_tools import PODS, SOLO, bare_docker, cpu_seconds, manifest, percentile
+from common.tooling.ports import free_port
+from common.tooling.processes import stop_within
 
 HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
 KUBELET = HERE.parent / "01-kubelet" / "kubelet.py"

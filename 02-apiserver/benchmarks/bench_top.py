@@ -27,9 +27,9 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
-from common.polling import wait_for
-from common.ports import free_port
-from common.processes import stop_within
+from common.tooling.polling import wait_for
+from common.tooling.ports import free_port
+from common.tooling.processes import stop_within
 
 RESOLUTION = 10.0     # the kubelet keeps an answer this long (01-kubelet/stats/stats_summary.py)
 

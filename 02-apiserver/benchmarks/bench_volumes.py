@@ -28,7 +28,7 @@ import docker
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
-from common.ports import free_port
+from common.tooling.ports import free_port
 
 NODE = "bench-volumes"
 

@@ -23,7 +23,7 @@ import copy
 import re
 from typing import Any
 
-from common.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
+from common.model.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
 
 TYPES = ("object", "array", "string", "integer", "number", "boolean")
 # The root fields every object has; the schema may not redefine them.
@@ -63,7 +63,7 @@ def structural_errors(schema: Any, path: str) -> list[FieldError]:
 
 def validate(schema: dict, value: Any, path: str = "") -> list[FieldError]:
     """Every way `value` breaks `schema`. The root's apiVersion, kind and
-    metadata are the server's to check (common.validate), not the schema's."""
+    metadata are the server's to check (common.model.validate), not the schema's."""
     errors: list[FieldError] = []
     _validate(schema, value, path, errors)
     return errors

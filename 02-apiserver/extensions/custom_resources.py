@@ -31,10 +31,10 @@ import deletion
 import registry
 from request_context import server
 from . import crd_schema
-from common.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
+from common.model.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
 from common.log import get_logger
-from common.validate import validate_metadata_update, validate_object, validate_status_update
-from common.validation import validate_object_meta, validate_type_meta
+from common.model.validate import validate_metadata_update, validate_object, validate_status_update
+from common.model.validation import validate_object_meta, validate_type_meta
 from common.times import rfc3339
 from watch_cache import Expired
 
@@ -130,7 +130,7 @@ def accepted_names(names: dict) -> dict:
 
 def validate(resource, obj, old, subresource: str) -> list[FieldError] | None:
     """The validation writes.py asks for (hooks.validate): a definition or a custom object;
-    None for every other kind (common.validate has their rules)."""
+    None for every other kind (common.model.validate has their rules)."""
     if resource is CRDS:
         check = validate_status_update if subresource == "status" else validate_object
         errors = check(resource.group, resource.kind, obj, old, namespaced=False)

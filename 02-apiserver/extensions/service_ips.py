@@ -34,8 +34,8 @@ from contextlib import contextmanager
 
 import api_errors
 import registry
-from common.field_errors import go_string_slice, invalid
-from common.validation import is_ip
+from common.model.field_errors import go_string_slice, invalid
+from common.model.validation import is_ip
 from . import kubernetes_service
 
 SERVICES = registry.for_kind("", "Service")

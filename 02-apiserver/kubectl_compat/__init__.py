@@ -12,7 +12,7 @@ from flask import request
 import api_errors
 from . import discovery, field_validation, negotiation, openapi, openapi_v2
 from . import patches, printers, protobuf, type_check
-from common.field_errors import invalid, too_long
+from common.model.field_errors import invalid, too_long
 
 
 # [START kubectl-compat-init]

@@ -264,7 +264,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--versions", default=",".join(VERSIONS), help="comma-separated minor versions")
     args = parser.parse_args(argv)
-    from common.local_cluster import Cluster
+    from common.tooling.local_cluster import Cluster
 
     results: dict[str, list[Outcome] | str] = {}
     with Cluster([NODE]) as cluster, tempfile.TemporaryDirectory(prefix="kubectl-matrix-") as tmp:

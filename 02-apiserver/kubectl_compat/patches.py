@@ -29,12 +29,12 @@ import yaml
 import api_errors
 import body_limits
 import decode
-from common.manifests import GuardedLoader, Refused
+from common.model.manifests import GuardedLoader, Refused
 from . import schemas
 from . import server_side_apply
 from . import strategic_merge
 from . import type_check
-from common.field_errors import invalid
+from common.model.field_errors import invalid
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -43,7 +43,7 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
 # Real objects nest about 15 levels deep. A limit far above that
-# (common/nesting.py, the same for every body) keeps a hostile body, or a
+# (common/model/nesting.py, the same for every body) keeps a hostile body, or a
 # patch that deepens an object step by step, from exhausting the recursion
 # of the merge functions and of everything that later reads the object.
 

@@ -2,13 +2,13 @@
 
 STATUS is not a field of the pod: it is worked out from the container
 statuses the kubelet reports, as kubectl's printPod does, in
-common/pod_summary.py (chapter 01's get_pods.py prints the same).
+common/model/pod_summary.py (chapter 01's get_pods.py prints the same).
 """
 from __future__ import annotations
 
 from datetime import datetime
 
-from common.pod_summary import summarize
+from common.model.pod_summary import summarize
 from .printer_formats import NONE, as_dict, as_str, dicts, dig, human_duration, since
 
 TERMINAL_PHASES = ("Succeeded", "Failed")

@@ -6,7 +6,7 @@ our output reads like a real cluster's: ages such as "5m3s" or "2d3h",
 label maps as "app=web,tier=db", "<none>" for an empty list.
 
 The printers take fields out of objects with the small readers of
-common/lenient.py (re-exported here), which never raise: the store keeps
+common/model/lenient.py (re-exported here), which never raise: the store keeps
 whatever a client sent and the schema allowed, and one bad pod must never
 turn `kubectl get pods` into an error.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from common.lenient import as_dict, as_int, as_list, as_str, dicts, dig, parse_time  # noqa: F401 (the printers' readers)
-from common.selectors import SelectorError, selector_from_label_selector
+from common.model.lenient import as_dict, as_int, as_list, as_str, dicts, dig, parse_time  # noqa: F401 (the printers' readers)
+from common.model.selectors import SelectorError, selector_from_label_selector
 
 NONE = "<none>"
 UNKNOWN = "<unknown>"

@@ -33,7 +33,7 @@ from datetime import datetime
 
 import api_errors
 from . import schemas
-from common.quantity import SYNTAX as QUANTITY_SYNTAX
+from common.model.quantity import SYNTAX as QUANTITY_SYNTAX
 
 # What a schema node expects. Each needs its own test of the JSON value.
 STRUCT, MAP, LIST, STRING, INTEGER, NUMBER, BOOLEAN = "struct", "map", "list", "string", "integer", "number", "boolean"

@@ -23,12 +23,12 @@ import sys
 import threading
 import traceback
 
-from common import kubeconfig
-from common.client import APIClient
-from common.events import EventRecorder
-from common.informer import Informer
+from common.client import kubeconfig
+from common.client.client import APIClient
+from common.client.events import EventRecorder
+from common.client.informer import Informer
 from common.log import get_logger
-from common.quantity import parse_quantity
+from common.model.quantity import parse_quantity
 
 DEFAULT_SCHEDULER = "default-scheduler"
 log = get_logger("scheduler")

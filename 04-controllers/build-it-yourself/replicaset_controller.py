@@ -26,12 +26,12 @@ import threading
 import time
 import traceback
 
-from common import kubeconfig
-from common.client import APIClient, NotFound
-from common.informer import Informer
+from common.client import kubeconfig
+from common.client.client import APIClient, NotFound
+from common.client.informer import Informer
 from common.log import get_logger
-from common.selectors import SelectorError, selector_from_label_selector
-from common.workqueue import RateLimitingQueue
+from common.model.selectors import SelectorError, selector_from_label_selector
+from common.client.workqueue import RateLimitingQueue
 
 log = get_logger("replicaset-controller")
 EXPECTATION_SECONDS = 30    # how long to wait for the watch to show our own creates and deletes

@@ -28,9 +28,9 @@ from pathlib import Path
 import dns.message
 import requests
 
-from common.apiserver_process import APIServer
-from common.polling import wait_for
-from common.ports import free_port
+from common.tooling.apiserver_process import APIServer
+from common.tooling.polling import wait_for
+from common.tooling.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "05-proxy-dns"))   # the chapter's modules
 
 from machines import Machines  # noqa: E402
-from common.polling import wait_for  # noqa: E402
+from common.tooling.polling import wait_for  # noqa: E402
 from machine_cluster import Cluster, free_subnet, ready  # noqa: E402
 
 # One program, both ends: a server that counts bytes (throughput) or echoes

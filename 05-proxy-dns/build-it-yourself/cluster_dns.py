@@ -35,9 +35,9 @@ import dns.rdatatype
 import dns.reversename
 import dns.rrset
 
-from common import kubeconfig
-from common.client import APIClient
-from common.informer import Informer
+from common.client import kubeconfig
+from common.client.client import APIClient
+from common.client.informer import Informer
 from common.log import get_logger
 
 TTL = 5

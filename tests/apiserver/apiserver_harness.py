@@ -1,5 +1,5 @@
 """A real apiserver.py process over a temporary data directory
-(common/apiserver_process.py, which the chapters' benchmarks use too), the
+(common/tooling/apiserver_process.py, which the chapters' benchmarks use too), the
 stores to run it on, and a small client.
 
 Tests talk to it over loopback HTTP, as kubectl does. The client returns
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import requests
 
-from common.apiserver_process import APISERVER, APIServer  # noqa: F401 (re-exported to the tests)
+from common.tooling.apiserver_process import APISERVER, APIServer  # noqa: F401 (re-exported to the tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 

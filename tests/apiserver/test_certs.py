@@ -145,7 +145,7 @@ def test_the_kubelet_client_token_is_one_line_and_no_users_token(out):
     """The API server's credential for the kubelets' port: a token of its
     own, so that no user's kubeconfig opens the kubelets, and none of the
     kubelets' copies opens the API server."""
-    from common.token_file import read_token_file
+    from common.client.token_file import read_token_file
     token = read_token_file(str(out / "kubelet-client.token"))
     assert len(token) >= 32 and (out / "kubelet-client.token").read_text() == token + "\n"
     assert token not in {row[0] for row in tokens(out).values()}
@@ -294,8 +294,8 @@ def test_the_shared_client_trusts_the_kubeconfigs_ca_whatever_the_environment_sa
     """requests lets REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE (set on many machines)
     override a session's CA; every component's client must still use the
     kubeconfig's."""
-    from common.client import APIClient
-    from common.kubeconfig import load
+    from common.client.client import APIClient
+    from common.client.kubeconfig import load
     config = yaml.safe_load((out / "admin.kubeconfig").read_text())
     config["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{https_server}"
     kubeconfig = tmp_path / "admin-here.kubeconfig"

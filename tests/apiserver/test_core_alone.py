@@ -18,9 +18,9 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from apiserver_harness import APISERVER, APIServer, Client, pod, unique, watch_lines
-from common.polling import wait_for
-from common.ports import free_port
-from common.processes import stop_within
+from common.tooling.polling import wait_for
+from common.tooling.ports import free_port
+from common.tooling.processes import stop_within
 
 ALONE, WITH_KUBECTL = "core alone", "with kubectl_compat"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -91,7 +91,7 @@ def test_validation_and_defaults_are_the_cores(api, namespace):
     refused = api.post(path, {"metadata": {"name": "bad"}, "spec": {"containers": []}})
     assert refused.status_code == 422 and refused.json()["reason"] == "Invalid"
     created = api.post(path, pod("web")).json()
-    assert created["spec"]["restartPolicy"] == "Always"               # common/defaults.py
+    assert created["spec"]["restartPolicy"] == "Always"               # common/model/defaults.py
 
 
 def test_the_python_client_reads_and_writes_as_json(server, namespace):

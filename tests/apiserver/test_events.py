@@ -1,4 +1,4 @@
-"""common/events.py: the EventRecorder against a real API server.
+"""common/client/events.py: the EventRecorder against a real API server.
 
 What `kubectl describe` shows at the bottom comes from here, so the tests
 check what kubectl reads: the Event's fields, its namespace, repeats merged
@@ -13,9 +13,9 @@ import threading
 import pytest
 
 from apiserver_harness import pod
-from common.client import APIClient, APIConnectionError
-from common.events import EventRecorder, reference
-from common.kubeconfig import Connection
+from common.client.client import APIClient, APIConnectionError
+from common.client.events import EventRecorder, reference
+from common.client.kubeconfig import Connection
 
 
 @pytest.fixture(scope="module")

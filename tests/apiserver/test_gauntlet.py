@@ -264,11 +264,11 @@ def test_a_get_on_a_kind_that_only_answers_questions_is_405(api):
 
 
 def test_the_shared_client_flags_reach_the_secure_port(secure, certs, tmp_path):
-    """common/kubeconfig.py: what every client component (kubelet, scheduler...)
+    """common/client/kubeconfig.py: what every client component (kubelet, scheduler...)
     uses for --kubeconfig / --apiserver / --token."""
     import argparse
 
-    from common import kubeconfig
+    from common.client import kubeconfig
 
     config = tmp_path / "node1.kubeconfig"
     config.write_text((certs / "node1.kubeconfig").read_text().replace("https://127.0.0.1:1", secure.secure_url))

@@ -1,4 +1,4 @@
-"""common/client.py and common/informer.py against a real API server process.
+"""common/client/client.py and common/client/informer.py against a real API server process.
 
 The informer is what every later component stands on, so these tests check
 its promises under the failures that happen in a cluster: watches that end,
@@ -16,10 +16,10 @@ import time
 import pytest
 
 from apiserver_harness import APIServer, pod, unique
-from common.client import (APIClient, APIConnectionError, APIStatusError, AlreadyExists, Conflict, Invalid,
+from common.client.client import (APIClient, APIConnectionError, APIStatusError, AlreadyExists, Conflict, Invalid,
                            NotFound, WatchExpired)
-from common.informer import Informer
-from common.kubeconfig import Connection
+from common.client.informer import Informer
+from common.client.kubeconfig import Connection
 from polling import free_port, wait_for
 
 

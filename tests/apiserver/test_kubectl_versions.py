@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kubectl_compat import kubectl_versions
-from common.local_cluster import Cluster
+from common.tooling.local_cluster import Cluster
 
 
 NODE = kubectl_versions.NODE

@@ -20,8 +20,8 @@ import registry
 from abac import Attributes
 from apiserver_harness import unique
 from authentication import User
-from common.validate import validate_object
-from common.validation_coordination import TIME_MSG
+from common.model.validate import validate_object
+from common.model.validation_coordination import TIME_MSG
 from test_kubectl import k, rows  # noqa: F401 (k is a fixture)
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{}/leases"
@@ -171,8 +171,8 @@ def test_kubectl_lists_explains_and_gets_leases(k, api, namespace):
 # ----- the kubelet's side (01-kubelet/apiserver_join/node_registration.py), in process, against the real server -----
 
 def test_the_kubelets_node_lease_renews_without_reading_and_recovers_from_a_conflict(apiserver, api):
-    from common.client import APIClient
-    from common.kubeconfig import Connection
+    from common.client.client import APIClient
+    from common.client.kubeconfig import Connection
     from common.log import get_logger
     from apiserver_join.node_registration import LEASE_NAMESPACE, NodeLease
 

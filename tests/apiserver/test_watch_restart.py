@@ -17,9 +17,9 @@ import pytest
 import requests
 
 from apiserver_harness import APIServer, Client, watch_lines
-from common.client import APIClient
-from common.informer import Informer
-from common.kubeconfig import Connection
+from common.client.client import APIClient
+from common.client.informer import Informer
+from common.client.kubeconfig import Connection
 from polling import wait_for
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

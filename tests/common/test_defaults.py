@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from common.defaults import apply_pod_defaults, default_pull_policy
-from common.validation import validate_pod
+from common.model.defaults import apply_pod_defaults, default_pull_policy
+from common.model.validation import validate_pod
 
 
 def minimal_pod():

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from common.defaults import apply_defaults
+from common.model.defaults import apply_defaults
 
 POD_SPEC = {"containers": [{"name": "app", "image": "nginx:1.25"}]}
 DEFAULTED_CONTAINER = {"name": "app", "image": "nginx:1.25", "imagePullPolicy": "IfNotPresent",

@@ -1,4 +1,4 @@
-"""The event correlator (common/events.py): which events reach the API
+"""The event correlator (common/client/events.py): which events reach the API
 server, as new Events, as counts on existing ones, or not at all.
 
 Pure logic on a fake clock: each case is a list of (seconds, event) and
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from common.events import (COMBINED, REMEMBERED, EventCorrelator, EventRecorder, EventWrite, Record,
+from common.client.events import (COMBINED, REMEMBERED, EventCorrelator, EventRecorder, EventWrite, Record,
                            TokenBucket)
 
 WEB = {"kind": "Pod", "apiVersion": "v1", "namespace": "default", "name": "web", "uid": "u-web"}

@@ -1,4 +1,4 @@
-"""common.kubeconfig inside a pod: where the server is from the environment,
+"""common.client.kubeconfig inside a pod: where the server is from the environment,
 who we are from the projected token, and a renewed token used once the
 kubelet writes it. Real files in a temporary folder, a real requests.Request.
 Outside a pod, with no flags, every client component says so and exits."""
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from common import kubeconfig
-from common.kubeconfig import NOT_IN_CLUSTER, Connection, KubeconfigError, TokenFileAuth, in_cluster
+from common.client import kubeconfig
+from common.client.kubeconfig import NOT_IN_CLUSTER, Connection, KubeconfigError, TokenFileAuth, in_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ def test_no_flags_outside_a_pod_is_client_gos_error_not_a_guessed_server(tmp_pat
         kubeconfig.from_args(parser.parse_args([]))
 
 
-# Every program that finds the API server through common.kubeconfig (the
+# Every program that finds the API server through common.client.kubeconfig (the
 # kubelet only with --apiserver or --kubeconfig: alone, it runs its manifests).
 CLIENTS = ["03-scheduler/scheduler.py", "04-controllers/controller_manager.py", "04-controllers/website_controller.py",
            "05-proxy-dns/proxy.py", "05-proxy-dns/cluster_dns.py", "05-proxy-dns/route_agent.py"]

@@ -1,4 +1,4 @@
-"""Leader election (common/leader_election.py) without processes: the
+"""Leader election (common/client/leader_election.py) without processes: the
 acquire-or-renew decision as a table on a fake clock, then the elector
 against an in-memory Lease that does the API server's compare-and-swap."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 import abac
 from abac import Attributes
 from authentication import User
-from common.client import AlreadyExists, APIConnectionError, Conflict, NotFound
-from common.leader_election import (COORDINATION, LeaderElectionConfig, LeaderElector, add_flags,
+from common.client.client import AlreadyExists, APIConnectionError, Conflict, NotFound
+from common.client.leader_election import (COORDINATION, LeaderElectionConfig, LeaderElector, add_flags,
                                     config_from_args, decide)
 
 ME, OTHER = "master1_aaaa", "master2_bbbb"

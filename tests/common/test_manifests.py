@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from common import manifests as manifests_module
-from common.defaults import apply_pod_defaults
-from common.manifests import (MAX_BYTES, Manifest, ManifestError, load_manifest_text,
+from common.model import manifests as manifests_module
+from common.model.defaults import apply_pod_defaults
+from common.model.manifests import (MAX_BYTES, Manifest, ManifestError, load_manifest_text,
                               load_manifests)
-from common.validation import validate_pod
+from common.model.validation import validate_pod
 
 # The pod from kubernetes.io, "Communicate Between Containers in the Same Pod
 # Using a Shared Volume", plus one field Kubernetes does not know.

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from common.quantity import (BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, Quantity,
+from common.model.quantity import (BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI, Quantity,
                              QuantityError, parse_quantity)
 
 q = parse_quantity

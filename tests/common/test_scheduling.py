@@ -1,5 +1,5 @@
 """The placement rules the scheduler and the controllers share
-(common/scheduling.py), table by table. The plugins built on them are
+(common/model/scheduling.py), table by table. The plugins built on them are
 tested in tests/scheduler, the controllers in tests/controllers."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from common.scheduling import expression_matches, term_matches, tolerated, tolerates
+from common.model.scheduling import expression_matches, term_matches, tolerated, tolerates
 
 GPU = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from common.selectors import (DOES_NOT_EXIST, EQUALS, EXISTS, GREATER_THAN, IN, NOT_IN,
+from common.model.selectors import (DOES_NOT_EXIST, EQUALS, EXISTS, GREATER_THAN, IN, NOT_IN,
                               Requirement, Selector, SelectorError, parse_selector,
                               requirement, selector_from_label_selector, validate_key,
                               validate_value)

@@ -19,7 +19,7 @@ Each expected message below is in one of three groups, and says so:
   as a Pod: json: cannot unmarshal number into Go struct field
   ObjectMeta.metadata.name of type string`. We validate the plain dict, so a
   type error is one more field error, worded to say what to write instead
-  (common/validation.py: _type_error).
+  (common/model/validation.py: _type_error).
 * OUR_OWN_CHECKS: rules Kubernetes does not have, or answers otherwise; each
   says what Kubernetes does instead.
 """
@@ -29,9 +29,9 @@ import re
 
 import pytest
 
-from common.field_errors import go_string_slice
-from common.names import mask_trailing_dash
-from common.validation import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,
+from common.model.field_errors import go_string_slice
+from common.model.names import mask_trailing_dash
+from common.model.validation import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,
                                REQUIRED, TOO_LONG, FieldError, format_value,
                                is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
                                is_valid_label_value, is_valid_port_name, validate_annotations,

@@ -14,9 +14,9 @@ import random
 
 import pytest
 
-from common.defaults import apply_defaults
-from common.field_errors import FieldError
-from common.validate import KINDS, validate_object, validate_status_update
+from common.model.defaults import apply_defaults
+from common.model.field_errors import FieldError
+from common.model.validate import KINDS, validate_object, validate_status_update
 from test_validation import DELETE, with_changes  # one copy of the path-editing helper
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.defaults import apply_pod_defaults
-from common.validation import validate_pod
+from common.model.defaults import apply_pod_defaults
+from common.model.validation import validate_pod
 
 RANGE = "must be between 0 and 2147483647, inclusive"
 SYSCTL_REGEX = r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?"

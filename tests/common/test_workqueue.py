@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from common.workqueue import RateLimitingQueue, WorkQueue
+from common.client.workqueue import RateLimitingQueue, WorkQueue
 
 # How late a delayed key may be and still pass. The property is "never
 # early, in due order"; how late a thread wakes on a loaded two-core CI

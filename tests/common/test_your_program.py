@@ -1,4 +1,4 @@
-"""common/your_program.py: how a demo (and the stage runner) shows the end
+"""common/tooling/your_program.py: how a demo (and the stage runner) shows the end
 of a learner's program. The demos themselves: tests/stages/test_demos_run_yours.py."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from common.your_program import YourProgram, YourProgramExited, last_lines
+from common.tooling.your_program import YourProgram, YourProgramExited, last_lines
 
 
 @pytest.mark.parametrize("output, count, shown", [

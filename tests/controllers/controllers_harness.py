@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from apiserver_harness import ROOT, APIServer, Client, unique  # noqa: F401 (re-exported)
-from common.processes import stop_within
+from common.tooling.processes import stop_within
 from polling import wait_for  # noqa: F401 (re-exported)
 
 CONTROLLER_MANAGER = ROOT / "04-controllers" / "controller_manager.py"

@@ -15,7 +15,7 @@ import pytest
 from controllers_harness import ROOT, make_namespace, wait_for
 
 sys.path.insert(0, str(ROOT / "04-controllers"))
-from common import cron  # noqa: E402
+from common.model import cron  # noqa: E402
 from cronjob import due_run, history_to_delete, job_name  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from common.validate import validate_object
+from common.model.validate import validate_object
 from controllers_harness import ControllerManager, mark_ready, unique, wait_for
 from endpointslice import (MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, endpoint_for, plan_slices,
                            slice_body)

@@ -11,7 +11,7 @@ import sys
 from controllers_harness import CONTROLLER_MANAGER, ROOT, ControllerManager, replicaset, wait_for
 from test_replicaset import make_namespace, pods_of
 
-from common.leader_election import JITTER
+from common.client.leader_election import JITTER
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"
 # Short durations so the test waits seconds, not the default 15.

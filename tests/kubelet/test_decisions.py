@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 import pod_config as cfg
-from common.backoff import Backoff
+from common.client.backoff import Backoff
 from docker_runtime import ContainerInfo
 from pod_actions import ProbeResults, compute_pod_actions
 from pod_status import Waiting, pod_phase, qos_class

@@ -28,7 +28,7 @@ def test_the_node_describes_this_machine():
 
 
 def test_the_api_server_validates_it_as_is():
-    from common.validate import validate_object
+    from common.model.validate import validate_object
     node = node_status.node_object("node1", "10.213.0.5", 10255, "20.10.24")
     assert validate_object("", "Node", node, namespaced=False) == []
 
@@ -43,7 +43,7 @@ def test_a_heartbeat_renews_the_time_and_keeps_the_transition():
 
 
 def test_allocatable_is_capacity_minus_both_reservations():
-    from common.quantity import parse_quantity as q
+    from common.model.quantity import parse_quantity as q
     system = node_allocatable.parse_reservation("--system-reserved", "cpu=250m,memory=256Mi")
     kube = node_allocatable.parse_reservation("--kube-reserved", "cpu=100m, ephemeral-storage=1Gi")
     node = node_status.node_object("node1", "10.213.0.5", 10255, "20.10.24", (system, kube))
@@ -52,7 +52,7 @@ def test_allocatable_is_capacity_minus_both_reservations():
     assert q(capacity["memory"]) - q(allocatable["memory"]) == q("256Mi")
     assert q(capacity["ephemeral-storage"]) - q(allocatable["ephemeral-storage"]) == q("1Gi")
     assert allocatable["pods"] == capacity["pods"]
-    from common.validate import validate_object
+    from common.model.validate import validate_object
     assert validate_object("", "Node", node, namespaced=False) == []
 
 

@@ -30,8 +30,8 @@ from test_gauntlet import SecureServer
 
 sys.path.insert(0, str(ROOT / "01-kubelet"))
 from api_volumes.api_objects import TokenCache  # noqa: E402
-from common.client import APIClient  # noqa: E402
-from common.kubeconfig import Connection  # noqa: E402
+from common.client.client import APIClient  # noqa: E402
+from common.client.kubeconfig import Connection  # noqa: E402
 
 PLUGINS = "NamespaceLifecycle,LimitRanger,ServiceAccount,DenyPrivileged,NoControllerManager,NodeRestriction"
 MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from apiserver_harness import ROOT, APIServer, Client, unique  # noqa: F401 (re-exported)
 from polling import wait_for  # noqa: F401 (re-exported)
-from common.processes import stop_within
+from common.tooling.processes import stop_within
 
 SCHEDULER = ROOT / "03-scheduler" / "scheduler.py"
 

@@ -146,8 +146,8 @@ def test_a_binding_that_lost_a_race_is_dropped_without_harm(cluster):
     """Drive one Scheduler in this process by hand, so that the pod can be
     bound elsewhere, deleted, or deleted and re-created between the decision
     and the binding, every time."""
-    from common.client import APIClient
-    from common.kubeconfig import Connection
+    from common.client.client import APIClient
+    from common.client.kubeconfig import Connection
     from pod_info import PodInfo
     from scheduler import Scheduler
 

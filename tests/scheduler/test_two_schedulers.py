@@ -9,7 +9,7 @@ import sys
 
 from scheduler_harness import wait_for
 
-from common.leader_election import JITTER
+from common.client.leader_election import JITTER
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler"
 LEASE_DURATION, RETRY_PERIOD = 3.0, 0.5

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import requests
 
-from common.ports import free_port
+from common.tooling.ports import free_port
 from stage_runner import Client, Hint, Program, Stage, StageContext, StageFailure
 
 INDEX = "02-apiserver/README.md"

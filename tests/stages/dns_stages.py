@@ -16,7 +16,7 @@ import dns.query
 import dns.rcode
 import dns.rdatatype
 
-from common.ports import free_port
+from common.tooling.ports import free_port
 from stage_runner import Hint, Stage, StageFailure, WithAPIServer
 
 PART2 = "05-proxy-dns/lesson-2-services.md"

@@ -28,7 +28,7 @@ import docker.errors
 import requests
 import yaml
 
-from common.ports import free_port
+from common.tooling.ports import free_port
 from stage_runner import Hint, Stage, StageContext, StageFailure
 
 PART1 = "01-kubelet/lesson-1-how-the-kubelet-works.md"

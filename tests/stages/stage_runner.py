@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "apiserver"))
 sys.path.insert(0, str(ROOT / "tests"))
 from apiserver_harness import APIServer, Client  # noqa: E402
-from common.processes import stop_within
-from common.your_program import display, environment, last_lines
+from common.tooling.processes import stop_within
+from common.tooling.your_program import display, environment, last_lines
 
 # What a starter raises where the learner has not written a part yet, as
 # the program logs it (in a traceback, or quoted in a log line's error=).

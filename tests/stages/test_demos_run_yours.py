@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from common.polling import wait_for
-from common.your_program import YourProgramExited
+from common.tooling.polling import wait_for
+from common.tooling.your_program import YourProgramExited
 from machine_cluster import CLUSTER_DNS, Cluster
 
 ROOT = Path(__file__).resolve().parents[2]

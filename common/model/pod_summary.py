@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
-from common.lenient import as_dict, as_int, as_str, dicts, dig, parse_time
+from common.model.lenient import as_dict, as_int, as_str, dicts, dig, parse_time
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 

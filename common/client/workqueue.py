@@ -41,7 +41,7 @@ What client-go does beyond this: its default controller rate limiter also
 caps the overall rate (a token bucket, 10 per second, bursts of 100) and
 takes the larger of the two delays; it has metrics, and a shutdown that can
 wait for in-flight keys to finish. Our per-key delays come from
-common.backoff.Backoff, which also forgets a key's failures after it has
+common.client.backoff.Backoff, which also forgets a key's failures after it has
 been quiet for twice the maximum delay; client-go keeps counting until forget.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ import threading
 import time
 from collections import deque
 
-from common.backoff import Backoff
+from common.client.backoff import Backoff
 
 
 class WorkQueue:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import base64
 
-from common.quantity import QuantityError, parse_quantity
-from common.validation import VOLUME_SOURCES
+from common.model.quantity import QuantityError, parse_quantity
+from common.model.validation import VOLUME_SOURCES
 
 
 # [START apply-pod-defaults]

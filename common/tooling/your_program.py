@@ -21,7 +21,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAST_LINES = 12
 COLOURS = re.compile(r"\x1b\[[0-9;]*m")              # terminal colour codes (Flask's log has them)
 LEADING_TIME = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z ")   # our logs' first word

@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-from common.field_errors import (FieldError, GoValue, _go_str, child, forbidden, format_value,
+from common.model.field_errors import (FieldError, GoValue, _go_str, child, forbidden, format_value,
                                  go_string_slice, index, invalid, required)
-from common.names import is_qualified_name, is_valid_label_value
-from common.selectors import SelectorError, selector_from_label_selector
-from common.validation import (INT32_MAX, _as_int, _get_dict, _get_int, _get_list, _get_str,
+from common.model.names import is_qualified_name, is_valid_label_value
+from common.model.selectors import SelectorError, selector_from_label_selector
+from common.model.validation import (INT32_MAX, _as_int, _get_dict, _get_int, _get_list, _get_str,
                                _items, _matches, _regex_error, _type_error, validate_labels)
 
 FIELD_IMMUTABLE = "field is immutable"

@@ -51,8 +51,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
-from common.client import APIClient, APIConnectionError, APIStatusError, AlreadyExists, Conflict, NotFound
-from common.kubeconfig import Connection
+from common.client.client import APIClient, APIConnectionError, APIStatusError, AlreadyExists, Conflict, NotFound
+from common.client.kubeconfig import Connection
 from common.log import get_logger
 from common.times import duration, micro_time
 

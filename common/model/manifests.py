@@ -44,7 +44,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from common.nesting import MAX_DEPTH, too_deep_at
+from common.model.nesting import MAX_DEPTH, too_deep_at
 
 try:   # libyaml, PyYAML's parser in C: its wheels ship it
     from yaml._yaml import CParser
@@ -54,7 +54,7 @@ except ImportError:   # pragma: no cover (a PyYAML built without libyaml)
 # The API server refuses request bodies over 3 MiB (MaxRequestBodyBytes),
 # so a bigger manifest could never be applied anyway.
 MAX_BYTES = 3 * 1024 * 1024
-# MAX_DEPTH (common/nesting.py): real manifests nest a few dozen levels at
+# MAX_DEPTH (common/model/nesting.py): real manifests nest a few dozen levels at
 # most (CRD schemas are the deepest); the limit keeps PyYAML's recursive
 # composer off Python's stack, and is the API server's limit for every body.
 # Nodes that aliases may pull in per document, counted each time an alias is
@@ -596,7 +596,7 @@ def _reject_duplicate_json_keys(pairs):
 
 
 def _check_json_depth(value, filename: str) -> None:
-    """The YAML path's depth limit, for what json.loads read (common/nesting.py)."""
+    """The YAML path's depth limit, for what json.loads read (common/model/nesting.py)."""
     where = too_deep_at(value)
     if where is not None:
         raise ManifestError(filename, 0, f"nested more than {MAX_DEPTH} levels deep at {where}; "

@@ -4,7 +4,7 @@
     errors = validate_object("apps", "Deployment", obj, old=stored)  # update
     errors = validate_status_update("", "Pod", obj, old=stored)     # PUT .../status
 
-The API server calls these after defaulting (common/defaults.py) and turns
+The API server calls these after defaulting (common/model/defaults.py) and turns
 a non-empty list into a 422 Invalid response. The order is Kubernetes':
 type meta, metadata (with the kind's name rule), the kind's own rules,
 then, on update, what may not change.
@@ -20,17 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from common import validation_apps as apps
-from common import validation_coordination as coordination
-from common import validation_core as core
-from common import validation_discovery as discovery
-from common import validation_rbac as rbac
-from common.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
-from common.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
-from common.validation import (_type_error, validate_object_meta, validate_pod_spec,
+from common.model import validation_apps as apps
+from common.model import validation_coordination as coordination
+from common.model import validation_core as core
+from common.model import validation_discovery as discovery
+from common.model import validation_rbac as rbac
+from common.model.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
+from common.model.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
+from common.model.validation import (_type_error, validate_object_meta, validate_pod_spec,
                                validate_type_meta)
-from common.validation_pod_update import validate_pod_status, validate_pod_update
-from common.validation_shared import FIELD_IMMUTABLE
+from common.model.validation_pod_update import validate_pod_status, validate_pod_update
+from common.model.validation_shared import FIELD_IMMUTABLE
 
 Check = Callable[[dict], list]
 UpdateCheck = Callable[[dict, dict], list]

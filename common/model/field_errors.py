@@ -4,7 +4,7 @@
 
 A FieldError names the field (its path), the kind of problem, the bad value
 and what would be right. Validation collects them instead of raising, so one
-call reports every problem in an object (see common/validation.py).
+call reports every problem in an object (see common/model/validation.py).
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import copy
 
-from common.field_errors import FieldError, forbidden, format_value, index, invalid, not_supported
-from common.validation import INT32_MAX, _as_int, _get_dict, _get_str, is_ip, _items
+from common.model.field_errors import FieldError, forbidden, format_value, index, invalid, not_supported
+from common.model.validation import INT32_MAX, _as_int, _get_dict, _get_str, is_ip, _items
 
 UPDATABLE_POD_SPEC_FIELDS = (
     "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"

@@ -42,7 +42,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from common.client import APIClient, APIConnectionError, APIStatusError, NotFound
+from common.client.client import APIClient, APIConnectionError, APIStatusError, NotFound
 from common.times import rfc3339 as now  # noqa: F401 (events.now() for the controllers)
 
 # Kubernetes' defaults (client-go tools/record/events_cache.go).

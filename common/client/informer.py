@@ -57,8 +57,8 @@ import random
 import threading
 from typing import Callable
 
-from common.backoff import Backoff
-from common.client import APIClient, APIConnectionError, APIStatusError, Gone, Watch, describe
+from common.client.backoff import Backoff
+from common.client.client import APIClient, APIConnectionError, APIStatusError, Gone, Watch, describe
 from common.log import get_logger
 
 log = get_logger("informer")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from common.field_errors import FieldError, child, invalid
-from common.validation import INT32_MAX, _get_dict, _get_int, _get_str
+from common.model.field_errors import FieldError, child, invalid
+from common.model.validation import INT32_MAX, _get_dict, _get_int, _get_str
 
 SPEC = "spec"
 # MicroTime on the wire: RFC 3339 with (for Kubernetes' writers) six digits

@@ -2,7 +2,7 @@
 
 This module holds the Pod's rules and the helpers every kind uses; the
 other kinds live in validation_core.py (core/v1) and validation_apps.py
-(apps/v1, batch/v1), and common/validate.py is the one entry point the
+(apps/v1, batch/v1), and common/model/validate.py is the one entry point the
 API server calls: validate_object(group, kind, obj, old=None).
 
     errors = validate_pod(obj)
@@ -40,15 +40,15 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from common.field_errors import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,  # noqa: F401
+from common.model.field_errors import (DUPLICATE, FORBIDDEN, INVALID, NOT_FOUND, NOT_SUPPORTED,  # noqa: F401
                                  REQUIRED, TOO_LONG, FieldError, GoValue, child, duplicate,
                                  forbidden, format_value, go_string_slice, index, invalid, key,
                                  not_found, not_supported, required, too_long)
-from common.names import (DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, TOTAL_ANNOTATION_SIZE_MAX,  # noqa: F401
+from common.model.names import (DNS1123_LABEL_MAX, DNS1123_SUBDOMAIN_MAX, TOTAL_ANNOTATION_SIZE_MAX,  # noqa: F401
                           _matches, _regex_error, is_config_map_key, is_dns1123_label,
                           is_dns1123_subdomain, is_env_var_name, mask_trailing_dash,
                           is_qualified_name, is_valid_label_value, is_valid_port_name)
-from common.quantity import QuantityError, parse_quantity
+from common.model.quantity import QuantityError, parse_quantity
 
 # --------------------------------------------------------- typed reading
 # Each helper checks one field's JSON type, records an error if it is wrong
@@ -163,7 +163,7 @@ def _string_list(errs, value, path):
 # ------------------------------------------------------------ object meta
 
 def _name_errors(errs, value, path, check):
-    """A name checked by one of the Is* checks of common/names.py (length
+    """A name checked by one of the Is* checks of common/model/names.py (length
     included: "must be no more than 253 characters" is an Invalid value in
     Kubernetes, not a Too long)."""
     errs += [invalid(path, value, msg) for msg in check(value)]
@@ -1055,7 +1055,7 @@ def _check_quantity(errs, value, path: str, allow_negative: bool = False):
     """A quantity field: parsed, non-negative. Returns the Quantity or None.
 
     A value that is no quantity at all is a decode error in Kubernetes, so
-    those messages are ours (common/quantity.py)."""
+    those messages are ours (common/model/quantity.py)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         errs.append(_type_error(path, value, 'a quantity such as "500m" or "128Mi"'))
         return None

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import ipaddress
 
-from common.field_errors import FieldError, child, duplicate, index, invalid, not_supported, required
-from common.names import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
-from common.validation import (PROTOCOLS, _check_enum, _get_bool, _get_dict, _get_int, _get_list,
+from common.model.field_errors import FieldError, child, duplicate, index, invalid, not_supported, required
+from common.model.names import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
+from common.model.validation import (PROTOCOLS, _check_enum, _get_bool, _get_dict, _get_int, _get_list,
                                _get_str, _items, validate_labels)
-from common.validation_core import _special_ip_errors
-from common.validation_shared import check_immutable
+from common.model.validation_core import _special_ip_errors
+from common.model.validation_shared import check_immutable
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")  # sorted, as Kubernetes prints them
 # Kubernetes' limits: what one object may hold, not how the controller cuts

@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from common.ports import free_port
+from common.tooling.ports import free_port
 
-APISERVER = Path(__file__).resolve().parents[1] / "02-apiserver" / "apiserver.py"
+APISERVER = Path(__file__).resolve().parents[2] / "02-apiserver" / "apiserver.py"
 
 
 # ----- figures and the report -----

@@ -12,10 +12,10 @@ role would surprise everyone who had checked it; delete and re-create it.
 
 from __future__ import annotations
 
-from common.field_errors import (FieldError, GoValue, child, go_string_slice, index, invalid,
+from common.model.field_errors import (FieldError, GoValue, child, go_string_slice, index, invalid,
                                  not_supported, required)
-from common.validation import _get_dict, _get_list, _get_str, _items, _string_list
-from common.validation_shared import validate_label_selector
+from common.model.validation import _get_dict, _get_list, _get_str, _items, _string_list
+from common.model.validation_shared import validate_label_selector
 
 GROUP = "rbac.authorization.k8s.io"
 SUBJECT_KINDS = ("ServiceAccount", "User", "Group")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import requests
 
-from common.polling import wait_for
-from common.ports import free_port
-from common.processes import stop_within
+from common.tooling.polling import wait_for
+from common.tooling.ports import free_port
+from common.tooling.processes import stop_within
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APISERVER = ROOT / "02-apiserver" / "apiserver.py"
 
 

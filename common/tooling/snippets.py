@@ -17,7 +17,7 @@ before a fenced block::
 `tests/test_snippets.py` checks every such quote against the code, so a
 lesson can never show code that no longer exists. For a blog post:
 
-    make snippet NAME=sync-loop        # or: python -m common.snippets sync-loop
+    make snippet NAME=sync-loop        # or: python -m common.tooling.snippets sync-loop
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"^\s*#\s*\[(START|END) ([A-Za-z0-9_.-]+)\]\s*$")
 QUOTE = re.compile(r"^<!--\s*snippet:\s*(\S+?)#([A-Za-z0-9_.-]+)\s*-->\s*$")
 SOURCE_SUFFIXES = {".py", ".sh"}
@@ -135,7 +135,7 @@ def _skipped(path: Path, root: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m common.snippets NAME | --list | --check", file=sys.stderr)
+        print("usage: python -m common.tooling.snippets NAME | --list | --check", file=sys.stderr)
         return 2
     if argv[0] == "--list":
         for name, (path, _) in sorted(all_regions().items()):
@@ -147,7 +147,7 @@ def main(argv: list[str]) -> int:
         return 1 if problems else 0
     regions = all_regions()
     if argv[0] not in regions:
-        print(f"no region named {argv[0]!r}; `python -m common.snippets --list` shows them", file=sys.stderr)
+        print(f"no region named {argv[0]!r}; `python -m common.tooling.snippets --list` shows them", file=sys.stderr)
         return 1
     sys.stdout.write(regions[argv[0]][1])
     return 0

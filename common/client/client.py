@@ -26,7 +26,7 @@ Watches are the one streaming call: `watch(...)` returns a `Watch`, an
 iterator of (type, object) pairs that ends when the server closes the stream
 at timeoutSeconds, raises `WatchExpired` when the server says the version we
 asked for is too old (410 Gone), and raises `APIConnectionError` if the
-connection drops. common/informer.py builds on it.
+connection drops. common/client/informer.py builds on it.
 
 The bearer token travels in the session's headers and is never logged or
 put in an error message.
@@ -44,8 +44,8 @@ from urllib.parse import quote
 import requests
 import urllib3
 
-from common.backoff import Backoff
-from common.kubeconfig import Connection, KubeconfigError, from_args
+from common.client.backoff import Backoff
+from common.client.kubeconfig import Connection, KubeconfigError, from_args
 from common.log import get_logger
 
 log = get_logger("client")
@@ -435,7 +435,7 @@ def _short(error: Exception) -> str:
 
 
 def client_from_args(args, user_agent: str, log) -> APIClient | None:
-    """The API client the flags (common.kubeconfig.add_flags) describe, or
+    """The API client the flags (common.client.kubeconfig.add_flags) describe, or
     None after logging why not (the caller exits with 2, a usage error)."""
     try:
         return APIClient(from_args(args), user_agent=user_agent)

@@ -6,7 +6,7 @@ it; stop() ends every process and removes what the kubelets ran.
 A component the learner wrote (build-it-yourself/) runs with start_yours()
 in place of ours, and the API server with Cluster(apiserver=their file).
 When theirs exits, the demo stops with one line naming the file and its
-last lines of output (common/your_program.py), not every component's log.
+last lines of output (common/tooling/your_program.py), not every component's log.
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from pathlib import Path
 import requests
 from rich.console import Console
 
-from common.ports import free_port
-from common.your_program import YourProgram, YourProgramExited, environment
+from common.tooling.ports import free_port
+from common.tooling.your_program import YourProgram, YourProgramExited, environment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 console = Console()
 
 

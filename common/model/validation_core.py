@@ -18,14 +18,14 @@ import binascii
 import ipaddress
 import json
 
-from common.field_errors import (FieldError, _go_str, child, duplicate, forbidden, index, invalid, key,
+from common.model.field_errors import (FieldError, _go_str, child, duplicate, forbidden, index, invalid, key,
                                  not_supported, required, too_long)
-from common.names import (is_config_map_key, is_dns1123_label, is_dns1123_subdomain,
+from common.model.names import (is_config_map_key, is_dns1123_label, is_dns1123_subdomain,
                           is_qualified_name, is_valid_label_value, is_valid_port_name)
-from common.validation import (PROTOCOLS, TAINT_EFFECTS, _as_int, _check_enum, _check_quantity,
+from common.model.validation import (PROTOCOLS, TAINT_EFFECTS, _as_int, _check_enum, _check_quantity,
                                _get_bool, _get_dict, _get_int, _get_list, _get_str, is_ip, _items,
                                _type_error, validate_labels)
-from common.validation_shared import (FIELD_IMMUTABLE, GoValue, check_immutable,
+from common.model.validation_shared import (FIELD_IMMUTABLE, GoValue, check_immutable,
                                       go_string_slice)
 
 PORT_RANGE = "must be between 1 and 65535, inclusive"

@@ -16,11 +16,11 @@ are checked. Each function takes the whole object and returns a list.
 
 from __future__ import annotations
 
-from common import cron
-from common.field_errors import FieldError, child, forbidden, invalid, not_supported, required
-from common.validation import _check_enum, _get_bool, _get_dict, validate_annotations, \
+from common.model import cron
+from common.model.field_errors import FieldError, child, forbidden, invalid, not_supported, required
+from common.model.validation import _check_enum, _get_bool, _get_dict, validate_annotations, \
     validate_labels, validate_pod_spec
-from common.validation_shared import (check_immutable, go_int_or_string, go_label_selector,
+from common.model.validation_shared import (check_immutable, go_int_or_string, go_label_selector,
                                       go_string_map, int_or_percent, nonnegative, normalized_selector,
                                       not_more_than_100_percent, selector_is_empty,
                                       selector_matches, validate_label_selector)
