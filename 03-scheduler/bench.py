@@ -57,7 +57,7 @@ import aiohttp
 
 from common.client.client import APIClient, APIConnectionError
 from common.client.kubeconfig import Connection
-from common.tooling.bench_tools import call, percentile, populate, print_rows, start_apiserver
+from common.tooling.bench_tools import call, cpu_seconds, percentile, populate, print_rows, start_apiserver
 from common.tooling.bench_tools import machine as processor_and_cores
 from common.tooling.processes import stop_within
 
@@ -70,7 +70,7 @@ BIND_CLIENTS = 16          # the scheduler's default --bind-workers: bindings in
 
 def node(name: str) -> dict:
     """A Node as a kubelet registers it: room for 40 of the benchmark's pods
-    (common/bench_tools.pod) by cpu, 110 by count."""
+    (common/tooling/bench_tools.py's pod()) by cpu, 110 by count."""
     allocatable = {"cpu": "4", "memory": "16Gi", "pods": "110"}
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
@@ -104,7 +104,7 @@ async def post_all(port: int, requests: list[tuple[str, dict]], concurrency: int
 
 
 def timed_populate(port: int, namespace: str, count: int, concurrency: int) -> tuple[float, float]:
-    """Create pod-0..pod-(count-1) with common/bench_tools' populate(); (start, end) in monotonic time."""
+    """Create pod-0..pod-(count-1) with common/tooling/bench_tools.py's populate(); (start, end) in monotonic time."""
     began = time.monotonic()
     asyncio.run(populate(port, namespace, 0, count, concurrency))
     return began, time.monotonic()
@@ -159,15 +159,6 @@ class BindWatch:
 
 
 # ----- CPU used by a process, to see who is busy -----
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of every thread of pid, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
-
 
 class CPUMeter:
     """Cores each process used between start() and stop(): 1.0 is one core busy throughout."""
