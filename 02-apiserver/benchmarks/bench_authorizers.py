@@ -10,7 +10,6 @@ Prints a Markdown table for BENCHMARKS.md; removes what it made.
 """
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,14 +18,10 @@ from pathlib import Path
 
 import requests
 
+from common.tooling.ports import free_port
+
 CHAPTER = Path(__file__).resolve().parents[1]
 ROWS = (("ABAC", 0), ("RBAC", 0), ("RBAC,ABAC", 0), ("RBAC", 1000), ("RBAC", 5000))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def measure(work: Path, certs: Path, mode: str, bindings: int) -> tuple[float, float]:
