@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from common.model.quantity import parse_quantity
+from common.model.qos import qos_class     # the API server's rule too: one rule, one place
 from common import times
 from docker_runtime import ContainerInfo
 
@@ -169,26 +169,6 @@ def initialized_condition(spec: dict, phase: str, init_statuses: list[dict], sta
     if not incomplete or any("running" in s["state"] or "terminated" in s["state"] for s in statuses):
         return ("True", None, None)
     return ("False", "ContainersNotInitialized", f"containers with incomplete status: [{' '.join(incomplete)}]")
-
-
-def qos_class(spec: dict) -> str:
-    """Guaranteed: every container limits cpu and memory with requests equal
-    to limits. BestEffort: nobody asks for anything. Else Burstable."""
-    requests_seen = limits_seen = False
-    guaranteed = True
-    for container in spec["containers"] + (spec.get("initContainers") or []):   # GetPodQOS counts both
-        resources = container.get("resources") or {}
-        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
-        requests_seen |= bool(requests)
-        limits_seen |= bool(limits)
-        for name in ("cpu", "memory"):
-            if name not in limits:
-                guaranteed = False
-            elif name in requests and parse_quantity(requests[name]) != parse_quantity(limits[name]):
-                guaranteed = False
-    if not requests_seen and not limits_seen:
-        return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def conditions(phase: str, statuses: list[dict], previous: list[dict], now: float,

@@ -8,8 +8,8 @@ Kubernetes keeps these rules in a per-kind "strategy" (an object of rules
 for creating, updating and validating that kind); here they are one
 small module, since our kinds differ only in whether they have a status.
 
-One call out of the core, to take on trust: `common.model.quantity` reads
-resource amounts ("250m", "64Mi") for a pod's QoS class.
+One call out of the core, to take on trust: `common.model.qos` works out a
+pod's QoS class from its resources, as the kubelet does.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import copy
 import random
 import uuid
 
-from common.model.quantity import parse_quantity
+from common.model.qos import qos_class
 from common.times import rfc3339 as now  # noqa: F401 (objects.now(): what the server stamps)
 
 # Kubernetes' generateName alphabet: no vowels (no accidental words), no
@@ -59,38 +59,6 @@ def initial_status(resource, obj: dict) -> dict:
     if resource.kind == "Namespace":
         return {"phase": "Active"}
     return {}
-
-
-def qos_class(spec: dict) -> str:
-    """Guaranteed, Burstable or BestEffort, from the containers' resources."""
-    # Runs before validation, so it must survive any shape: what is not a
-    # list or a map counts as empty here, and validation reports it.
-    def as_list(value):
-        return value if isinstance(value, list) else []
-
-    def as_map(value):
-        return value if isinstance(value, dict) else {}
-    containers = [c for c in as_list(spec.get("containers")) + as_list(spec.get("initContainers"))
-                  if isinstance(c, dict)]
-    def amounts(container: dict, which: str) -> dict:
-        """cpu and memory only (what QoS looks at), as exact quantities."""
-        out = {}
-        for resource, value in as_map(as_map(container.get("resources")).get(which)).items():
-            if resource in ("cpu", "memory"):
-                try:
-                    out[resource] = parse_quantity(str(value))
-                except ValueError:
-                    pass              # validation reports it
-        return out
-    requests = [amounts(c, "requests") for c in containers]
-    limits = [amounts(c, "limits") for c in containers]
-    if not any(requests) and not any(limits):
-        return "BestEffort"
-    guaranteed = all(
-        all(resource in limit and request.get(resource, limit[resource]) == limit[resource]
-            for resource in ("cpu", "memory"))
-        for request, limit in zip(requests, limits))
-    return "Guaranteed" if guaranteed else "Burstable"
 
 
 def _spec_part(obj: dict) -> dict:

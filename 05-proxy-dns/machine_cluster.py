@@ -169,7 +169,7 @@ class Cluster:
 
     def start_kubelet(self, node: str) -> subprocess.Popen:
         return self.start(f"kubelet-{node}", node, "01-kubelet/kubelet.py", "--apiserver", self.api,
-                          "--authentication-token-file", str(self.kubelet_token),
+                          "--node-name", node, "--authentication-token-file", str(self.kubelet_token),
                           "--network-plugin", "kubenet", "--non-masquerade-cidr", CLUSTER_CIDR,
                           "--cluster-dns", CLUSTER_DNS,
                           "--sync-frequency", "0.5s", "--node-status-update-frequency", "1s")
@@ -180,7 +180,8 @@ class Cluster:
             self.stop(f"{what}-{node}")
 
     def route_agent(self, machine: str) -> subprocess.Popen:
-        return self.start(f"routes-{machine}", machine, "05-proxy-dns/route_agent.py", "--apiserver", self.api)
+        return self.start(f"routes-{machine}", machine, "05-proxy-dns/route_agent.py", "--apiserver", self.api,
+                          "--node-name", machine)
 
     def get(self, path: str) -> dict:
         self.check_yours()          # everything that waits on the cluster polls through here or request()
