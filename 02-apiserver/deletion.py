@@ -73,14 +73,15 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
     current = store.get(resource, namespace, name)
     if current is None:
         raise api_errors.not_found(resource, name)
-    _check_preconditions(current, options, resource)
     admission.admit_delete(server_state, current, resource)
-    grace = admission.grace_period(server_state, resource, current, options)
-    collector = not admission.without_controller_manager(server_state)
-    finalizers = admission.finalizers_for_delete(resource, current, options, garbage_collector=collector)
-    planned = {**current, "metadata": {**current["metadata"], "finalizers": finalizers}}
-    if admission.finalizers(resource, planned) or grace > 0:
+    if _marking(server_state, resource, current, options):
         def mark(obj: dict) -> dict:
+            # Decided again on the version written, as Kubernetes does: a
+            # kubelet's or a controller's write that raced ours changes nothing.
+            plan = _marking(server_state, resource, obj, options)
+            if plan is None:                          # its finalizers went meanwhile
+                raise _ChangedMeanwhile(**vars(api_errors.conflict(resource, name)))
+            grace, finalizers = plan
             meta = obj["metadata"]
             meta.setdefault("deletionTimestamp", objects.now())
             meta["deletionGracePeriodSeconds"] = min(grace, meta.get("deletionGracePeriodSeconds", grace))
@@ -91,7 +92,7 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
             if resource.kind == "Namespace":
                 obj.setdefault("status", {})["phase"] = "Terminating"
             return obj
-        marked = store.update(resource, namespace, name, _unchanged_since(current, resource, mark))
+        marked = store.update(resource, namespace, name, mark)
         if resource.kind == "Namespace":
             sync_namespace(server_state, name)
             marked = store.get(resource, namespace, name) or marked
@@ -102,15 +103,41 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
 # [END finalizers]
 
 
-def _unchanged_since(decided_on: dict, resource, then=lambda obj: obj):
-    """The decision to delete (now, or only mark) was made on `decided_on`;
-    if the object changed since (a finalizer added?), refuse with 409 and
-    let the client ask again, rather than act on a stale read."""
-    def check(latest: dict) -> dict:
+def _marking(server_state, resource, obj: dict, options: dict) -> tuple[int, list] | None:
+    """(grace period, finalizers) if this DELETE only marks obj; None if it goes now."""
+    _check_preconditions(obj, options, resource)
+    grace = admission.grace_period(server_state, resource, obj, options)
+    collector = not admission.without_controller_manager(server_state)
+    finalizers = admission.finalizers_for_delete(resource, obj, options, garbage_collector=collector)
+    planned = {**obj, "metadata": {**obj["metadata"], "finalizers": finalizers}}
+    return (grace, finalizers) if admission.finalizers(resource, planned) or grace > 0 else None
+
+
+class _ChangedMeanwhile(api_errors.APIError):
+    """The object changed between the decision and the write, and the decision with it."""
+
+
+def _unchanged_since(decided_on: dict, resource):
+    """The decision to delete now was made on `decided_on`; if the object
+    changed since (a finalizer added?), never act on a stale read:
+    delete_deciding_on_the_latest decides again."""
+    def check(latest: dict) -> None:
         if latest["metadata"].get("resourceVersion") != decided_on["metadata"].get("resourceVersion"):
-            raise api_errors.conflict(resource, decided_on["metadata"]["name"])
-        return then(latest)
+            raise _ChangedMeanwhile(**vars(api_errors.conflict(resource, decided_on["metadata"]["name"])))
     return check
+
+
+def delete_deciding_on_the_latest(server_state, resource, namespace: str, name: str, options: dict,
+                                  attempts: int = 10) -> tuple[dict, bool]:
+    """delete_object, decided again when the object changed under a decision
+    to delete it now, as Kubernetes' DELETE retries: the client sees 409 only
+    for its own precondition, or for an object that never holds still."""
+    for _ in range(attempts - 1):
+        try:
+            return delete_object(server_state, resource, namespace, name, options)
+        except _ChangedMeanwhile:
+            continue
+    return delete_object(server_state, resource, namespace, name, options)
 
 
 # [START finish-deletion]
@@ -151,7 +178,7 @@ def delete(info):
     options = _delete_options()
     if dry_run():
         return respond(existing(info))
-    obj, gone = delete_object(server(), info.resource, info.namespace, info.name, options)
+    obj, gone = delete_deciding_on_the_latest(server(), info.resource, info.namespace, info.name, options)
     if gone and info.resource.kind not in _RETURNS_DELETED_OBJECT:
         details = {"name": info.name, "kind": info.resource.plural, "uid": obj["metadata"].get("uid", "")}
         if info.resource.group:
@@ -173,8 +200,8 @@ def delete_collection(info):
                 removed.append(obj)       # what would go; nothing does
                 continue
             try:
-                removed.append(delete_object(server(), info.resource, obj["metadata"].get("namespace", ""),
-                                             obj["metadata"]["name"], options)[0])
+                removed.append(delete_deciding_on_the_latest(server(), info.resource, obj["metadata"].get(
+                    "namespace", ""), obj["metadata"]["name"], options)[0])
             except api_errors.APIError as error:
                 if error.code != 404:     # deleted meanwhile: fine
                     raise
@@ -208,7 +235,7 @@ def sync_namespace(server_state, name: str) -> None:
                 for item in server_state.store.list(resource, name)[0]:
                     if not item["metadata"].get("deletionTimestamp"):
                         try:
-                            delete_object(server_state, resource, name, item["metadata"]["name"], {})
+                            delete_deciding_on_the_latest(server_state, resource, name, item["metadata"]["name"], {})
                         except api_errors.APIError:
                             pass      # deleted or changed meanwhile: the next sync sees it
     finally:

@@ -3,12 +3,13 @@ on each store (the JSON files, etcd)."""
 from __future__ import annotations
 
 import base64
+import threading
 import json
 import uuid
 
 import pytest
 
-from apiserver_harness import deployment, pod, unique
+from apiserver_harness import Client, deployment, pod, unique
 
 
 @pytest.fixture(scope="session")
@@ -487,3 +488,40 @@ def test_putting_the_same_manifest_again_changes_nothing(api, namespace):
     again = api.put(f"{path}/same", body).json()
     assert again["metadata"]["generation"] == 1
     assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+def test_a_delete_decides_again_when_the_object_changes_under_it(api, namespace):
+    """A DELETE reads the object, decides (delete now, or mark), then writes.
+    If a controller writes the object in between, Kubernetes' DELETE decides
+    again on the latest version (its GuaranteedUpdate retries); the client
+    sees a 409 only for a precondition of its own. Here a writer relabels
+    the objects as fast as it can while each is deleted: no DELETE may fail."""
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    names = [f"busy-{n}" for n in range(40)]
+    setup = Client(api.url)
+    for name in names:
+        assert setup.post(path, {"metadata": {"name": name, "finalizers": ["example.com/keep"]}}).status_code == 201
+    stop = threading.Event()
+
+    def relabel():
+        writer, n = Client(api.url), 0
+        while not stop.is_set():
+            n += 1
+            writer.patch(f"{path}/{names[n % len(names)]}", {"metadata": {"labels": {"n": str(n)}}})
+
+    writers = [threading.Thread(target=relabel) for _ in range(3)]
+    for writer in writers:
+        writer.start()
+    try:
+        replies = [setup.delete(f"{path}/{name}") for name in names]
+        answers = [reply.status_code for reply in replies]
+    finally:
+        stop.set()
+        for writer in writers:
+            writer.join()
+    assert answers == [200] * len(names), [reply.text for reply in replies if reply.status_code != 200]
+    # The precondition is still the client's: a stale resourceVersion is refused.
+    stale = setup.get(f"{path}/{names[0]}").json()["metadata"]["resourceVersion"]
+    setup.patch(f"{path}/{names[0]}", {"metadata": {"labels": {"moved": "on"}}})
+    refused = setup.delete(f"{path}/{names[0]}", {"preconditions": {"resourceVersion": stale}})
+    assert refused.status_code == 409 and "Precondition failed" in refused.json()["message"]

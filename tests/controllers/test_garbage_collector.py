@@ -130,25 +130,15 @@ def release(api: Client, pod: dict) -> None:
     assert response.status_code == 200, response.text
 
 
-def delete_asking_again(api: Client, path: str):
-    """DELETE, asked again after a 409: the server refuses a deletion whose
-    object changed between its read and its write (here the Deployment
-    controller's status update, right after the pods appear) and leaves the
-    client to ask again (deletion.py's _unchanged_since). Its window is one
-    request's, so asking again at once will do."""
-    for _ in range(10):
-        response = api.delete(path)
-        if response.status_code != 409:
-            break
-    return response
-
-
 def test_background_the_deployment_goes_at_once_then_its_replicasets_and_pods(api, manager, ns):
     deployments, rss, pods = (f"/apis/apps/v1/namespaces/{ns}/deployments", f"/apis/apps/v1/namespaces/{ns}/replicasets",
                               f"/api/v1/namespaces/{ns}/pods")
     assert api.post(deployments, deployment("web", 2)).status_code == 201
     wait_for(lambda: len(items(api, pods)) == 2, timeout=30, what="two pods")
-    assert delete_asking_again(api, f"{deployments}/web").status_code == 200   # no policy: apps/v1's Background
+    # Right after the pods appear the Deployment controller writes the
+    # Deployment's status: the DELETE decides again on that version rather
+    # than answer 409 (deletion.py's delete_deciding_on_the_latest).
+    assert api.delete(f"{deployments}/web").status_code == 200   # no policy: apps/v1's Background
     assert not exists(api, f"{deployments}/web")
     wait_for(lambda: not items(api, rss) and not items(api, pods), timeout=30,
              what="the ReplicaSet and its pods collected")
