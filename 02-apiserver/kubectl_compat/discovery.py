@@ -9,9 +9,6 @@ from the same registry table. kubectl caches the answer in ~/.kube/cache.
 """
 from __future__ import annotations
 
-import platform
-import sys
-
 from flask import Blueprint, Response, request
 
 import api_errors
@@ -22,7 +19,6 @@ bp = Blueprint("discovery", __name__)
 # Every discovery route answers with and without a trailing slash, as
 # Kubernetes does: the official Python client asks for /api/v1/ and /apis/.
 
-KUBERNETES_MINOR = "32"     # the kubectl dispatcher picks its kubectl by this: keep 1.32
 # The aggregated document's versions, newest first. kubectl 1.30+ asks for v2
 # first, 1.27-1.29 for v2beta1 only; the two have the same shape.
 AGGREGATED_VERSIONS = ("v2", "v2beta1")
@@ -48,14 +44,6 @@ def group_versions() -> dict[str, list[str]]:
 
 def in_group_version(group: str, version: str) -> list[registry.Resource]:
     return [r for r in registry.served() if r.group == group and r.version == version]
-
-
-@bp.get("/version", strict_slashes=False)
-def version():
-    return respond({"major": "1", "minor": KUBERNETES_MINOR, "gitVersion": f"v1.{KUBERNETES_MINOR}.0-groundup",
-                    "gitCommit": "", "gitTreeState": "clean", "buildDate": "2026-11-22T00:00:00Z",
-                    "goVersion": f"python{sys.version_info.major}.{sys.version_info.minor}",
-                    "compiler": "cpython", "platform": f"linux/{platform.machine()}"})
 
 
 # [START discovery-negotiation]

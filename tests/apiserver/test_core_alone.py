@@ -193,6 +193,8 @@ def test_discovery_and_openapi_come_with_the_layer(server, api):
     assert api.get("/api").status_code == expected
     assert api.get("/openapi/v3").status_code == expected
     assert api.get("/readyz").status_code == 200          # the core's own, for load balancers
+    version = api.get("/version")                          # the core's too: kubelets and clients ask
+    assert version.status_code == 200 and version.json()["major"] == "1", version.text
 
 
 def test_a_custom_kind_without_the_layer(server, api, namespace):
