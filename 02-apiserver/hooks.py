@@ -34,6 +34,8 @@ class Hooks:
     defaulters: list[Callable] = field(default_factory=list)     # (resource, obj) -> obj
     update_checks: list[Callable] = field(default_factory=list)  # (resource, name, resourceVersion sent)
     allocators: list[Callable] = field(default_factory=list)     # see allocating()
+    schema_sources: list[Callable] = field(default_factory=list)  # () -> {OpenAPI definition name: schema}
+    definition_names: list[Callable] = field(default_factory=list)  # (resource, kind) -> that name, or None
     table: Callable | None = None    # per request, for its ?includeObject: () -> (resource, objects, list meta) -> Table
     field_selector: Callable | None = None      # (?fieldSelector, resource) -> has matches(obj)
     negotiate: Callable | None = None           # before a request: 406 for an Accept we cannot answer

@@ -349,10 +349,21 @@ def test_only_chapter_02s_entry_point_imports_what_plugs_in():
     importers = set()
     for path in APISERVER.rglob("*.py"):
         if plugged_in(path):
-            continue                               # a package's own modules, and one extension's use of another
+            continue                               # a package's own modules
         if any(plugged_in(f) for f in imported_files(path)):
             importers.add(path.relative_to(ROOT).as_posix())
     assert importers == {"02-apiserver/apiserver.py"}
+
+
+def test_one_plug_in_never_imports_another():
+    """kubectl_compat/ and extensions/ meet at hooks.py: OpenAPI publishes
+    custom kinds' schemas through hooks.schema_sources, not by importing
+    extensions/custom_resources.py (each must load without the other)."""
+    crossing = [f"{path.relative_to(ROOT)} imports {other.relative_to(ROOT)}"
+                for path in APISERVER.rglob("*.py") if plugged_in(path)
+                for other in imported_files(path)
+                if plugged_in(other) and other.relative_to(APISERVER).parts[0] != path.relative_to(APISERVER).parts[0]]
+    assert not crossing, "\n".join(crossing)
 
 
 def test_chapter_02s_core_with_what_it_imports_is_the_size_its_readme_states():
@@ -375,5 +386,6 @@ def test_the_closure_follows_every_kind_of_import():
     assert {"02-apiserver/kubectl_compat/patches.py", "02-apiserver/kubectl_compat/printers.py"} <= reached
     closure = {p.relative_to(ROOT).as_posix() for p in import_closure(probe)}
     assert "02-apiserver/api_errors.py" in closure                                    # import x, followed
-    assert "02-apiserver/extensions/custom_resources.py" in closure                   # from package import x
+    entry = {p.relative_to(ROOT).as_posix() for p in import_closure(APISERVER / "apiserver.py")}
+    assert "02-apiserver/extensions/custom_resources.py" in entry                     # from package import x
     assert "common/model/field_errors.py" in closure                                  # from common.x import y

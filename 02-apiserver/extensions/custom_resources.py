@@ -440,6 +440,9 @@ def init_app(app) -> DefinitionController:
     server.hooks.unknown_fields.append(unknown_fields)
     server.hooks.update_checks.append(check_unconditional_update)
     server.hooks.patch_checks.append(check_patch_type)
+    server.hooks.schema_sources.append(definitions)              # published in /openapi/v3 and v2
+    server.hooks.definition_names.append(
+        lambda resource, kind: definition_name(resource, kind) if isinstance(resource, CustomResource) else None)
     controller = DefinitionController(server)
     controller.start()
     return controller

@@ -25,15 +25,22 @@ import json
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 
-from flask import Blueprint, Response, request
+from flask import Blueprint, Response, current_app, has_app_context, request
 
 import api_errors
-from extensions import custom_resources
+import hooks
 import registry
 from .discovery import group_versions, in_group_version
 from . import schemas
 
 bp = Blueprint("openapi", __name__)
+
+
+def _hooks() -> hooks.Hooks:
+    """What plugged in (custom kinds' schemas, which patches a kind takes);
+    nothing outside a server, as when a test serves this blueprint alone."""
+    state = current_app.extensions.get("apiserver") if has_app_context() else None
+    return state.hooks if state is not None else hooks.Hooks()
 
 _REF = "#/components/schemas/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
@@ -107,7 +114,7 @@ def _component(name: str, refs: set[str], custom: dict[str, dict]) -> dict:
 def _components(roots: set[str]) -> dict[str, dict]:
     """The named definitions and every definition they reach."""
     out: dict[str, dict] = {}
-    custom = custom_resources.definitions()
+    custom = {name: schema for source in _hooks().schema_sources for name, schema in source().items()}
     pending = set(roots)
     while pending:
         name = pending.pop()
@@ -269,17 +276,27 @@ def _resource_paths(r: registry.Resource) -> dict[str, dict]:
 
 
 def _definition_name(r: registry.Resource, kind: str) -> str | None:
-    if isinstance(r, custom_resources.CustomResource):
-        return custom_resources.definition_name(r, kind)
+    for name_of in _hooks().definition_names:       # a custom kind's (extensions/custom_resources.py)
+        name = name_of(r, kind)
+        if name is not None:
+            return name
     return schemas.definition_name(r.group, r.version, kind)
 
 
 def _patch_types(r: registry.Resource) -> tuple[str, ...]:
     """kubectl apply sends a strategic merge patch only where the PATCH
     operation lists it, so a custom kind (which takes none) must not."""
-    if isinstance(r, custom_resources.CustomResource):
-        return tuple(t for t in _PATCH_TYPES if t != "application/strategic-merge-patch+json")
-    return _PATCH_TYPES
+    return tuple(t for t in _PATCH_TYPES if _takes(r, t))
+
+
+def _takes(r: registry.Resource, media_type: str) -> bool:
+    """What the patch checks (hooks.patch_checks) let through for the kind."""
+    try:
+        for check in _hooks().patch_checks:
+            check(r, "", media_type)
+    except api_errors.APIError:
+        return False
+    return True
 
 
 def _patch_operation(operation_id: str, description: str, gvk: dict, reply: dict,
