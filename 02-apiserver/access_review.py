@@ -38,16 +38,12 @@ from tokens import AUTHENTICATED
 
 bp = Blueprint("access_review", __name__)
 GROUP_VERSION = "authorization.k8s.io/v1"
-PROTOBUF = "application/vnd.kubernetes.protobuf"   # kubectl auth can-i sends reviews so; read here, below
 
 
 @bp.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
 def self_subject_access_review():
     user = _authenticate_self("authorization.k8s.io", "selfsubjectaccessreviews")
-    if decode.media_type(request.content_type) == PROTOBUF:
-        review = {"spec": _access_spec_from_protobuf(_protobuf_spec(request.get_data()))}
-    else:
-        review = _json_body()
+    review = _review("authorization.k8s.io", "selfsubjectaccessreviews")
     spec = review.get("spec")
     if not isinstance(spec, dict):
         raise api_errors.bad_request("a SelfSubjectAccessReview needs a spec with resourceAttributes "
@@ -93,11 +89,8 @@ def _served(group: str, plural: str) -> registry.Resource | None:
 @bp.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews")
 def self_subject_rules_review():
     user = _authenticate_self("authorization.k8s.io", "selfsubjectrulesreviews")
-    if decode.media_type(request.content_type) == PROTOBUF:
-        namespace = _text(_protobuf_spec(request.get_data()).get(1, b""))   # spec.namespace
-    else:
-        spec = _json_body().get("spec")
-        namespace = str(spec.get("namespace", "")) if isinstance(spec, dict) else ""
+    spec = _review("authorization.k8s.io", "selfsubjectrulesreviews").get("spec")
+    namespace = str(spec.get("namespace", "")) if isinstance(spec, dict) else ""
     rules_for = getattr(server().authorizer, "rules_for", None)
     if not gauntlet.on_secure_port() or rules_for is None:
         # No policy to read (the insecure port, or --authorization-mode
@@ -143,7 +136,7 @@ def token_review():
     """Is spec.token one this server accepts, and whose is it? A refused
     token is an answer (authenticated false), not an error."""
     _authorize_review("authentication.k8s.io", "tokenreviews")
-    review = _json_body()
+    review = _review("authentication.k8s.io", "tokenreviews")
     spec = review.get("spec")
     token = spec.get("token") if isinstance(spec, dict) else None
     if not isinstance(token, str) or not token:
@@ -171,7 +164,7 @@ class _Presented:
 def subject_access_review():
     """May spec.user (in spec.groups) do what spec.resourceAttributes say?"""
     _authorize_review("authorization.k8s.io", "subjectaccessreviews")
-    review = _json_body()
+    review = _review("authorization.k8s.io", "subjectaccessreviews")
     spec = review.get("spec")
     if not isinstance(spec, dict) or not (spec.get("user") or spec.get("groups")):
         raise api_errors.invalid(registry.lookup("authorization.k8s.io", "v1", "subjectaccessreviews"), "SubjectAccessReview", "", [
@@ -211,77 +204,8 @@ def _user_info(user: User) -> dict:
     return info
 
 
-def _json_body() -> dict:
-    review = decode.parse_body(request.get_data(), request.content_type or "application/json")
-    if not isinstance(review, dict):
-        raise api_errors.bad_request("the request body must be a JSON object")
-    return review
-
-
-# kubectl sends these as protobuf, and the questions are small enough to
-# read by hand: Kubernetes' envelope ("k8s\0", then a runtime.Unknown whose
-# field 2 holds the object), and in it the numbered fields of
-# authorization/v1's generated.proto. In every review the spec is field 2.
-_RESOURCE_FIELDS = {1: "namespace", 2: "verb", 3: "group", 4: "version", 5: "resource", 6: "subresource", 7: "name"}
-_PATH_FIELDS = {1: "path", 2: "verb"}
-
-
-def _protobuf_spec(body: bytes) -> dict[int, bytes]:
-    """The fields of a review's spec."""
-    try:
-        if not body.startswith(b"k8s\x00"):
-            raise ValueError("no k8s protobuf envelope")
-        review = _fields(_fields(body[4:]).get(2, b""))          # runtime.Unknown.raw
-        return _fields(review.get(2, b""))                          # the review's spec
-    except (ValueError, IndexError) as error:
-        raise api_errors.bad_request(f"cannot read this review: {error}") from None
-
-
-def _text(value: bytes) -> str:
-    try:
-        return value.decode()
-    except UnicodeDecodeError as error:
-        raise api_errors.bad_request(f"cannot read this review: {error}") from None
-
-
-def _access_spec_from_protobuf(spec: dict[int, bytes]) -> dict:
-    try:
-        if 1 in spec:
-            return {"resourceAttributes": _strings(spec[1], _RESOURCE_FIELDS)}
-        if 2 in spec:
-            return {"nonResourceAttributes": _strings(spec[2], _PATH_FIELDS)}
-        return {}
-    except (ValueError, IndexError, UnicodeDecodeError) as error:
-        raise api_errors.bad_request(f"cannot read this SelfSubjectAccessReview: {error}") from None
-
-
-def _fields(data: bytes) -> dict[int, bytes]:
-    """The length-delimited fields of one protobuf message (the last of each number wins)."""
-    fields, i = {}, 0
-    while i < len(data):
-        key, i = _varint(data, i)
-        number, wire_type = key >> 3, key & 7
-        if wire_type == 0:
-            _, i = _varint(data, i)
-        elif wire_type == 2:
-            length, i = _varint(data, i)
-            fields[number], i = data[i:i + length], i + length
-        else:
-            raise ValueError(f"unexpected protobuf wire type {wire_type}")
-    return fields
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if shift > 63:      # a varint is at most 10 bytes; more would be a CPU sink
-            raise ValueError("a protobuf number longer than 64 bits")
-        byte = data[i]
-        value |= (byte & 0x7F) << shift
-        i, shift = i + 1, shift + 7
-        if not byte & 0x80:
-            return value, i
-
-
-def _strings(message: bytes, names: dict[int, str]) -> dict:
-    return {names[n]: v.decode() for n, v in _fields(message).items() if n in names and v}
+def _review(group: str, plural: str) -> dict:
+    """The review in the body, read as a create's body is: JSON or YAML, or
+    a format registered in hooks.decoders (kubectl auth can-i sends
+    protobuf, which kubectl_compat reads); 415 for any other."""
+    return decode.decode_object(request.get_data(), request.content_type, registry.lookup(group, "v1", plural))

@@ -188,6 +188,14 @@ def test_kubectls_table_is_asked_for_and_json_comes_when_none_is_registered(serv
     assert reply["kind"] == ("ConfigMapList" if server.mode == ALONE else "Table")
 
 
+def test_a_review_in_protobuf_is_read_only_with_the_layer(server, api):
+    """kubectl auth can-i sends its review as protobuf: read by the decoder
+    kubectl_compat registers (a garbled one is then a 400), else 415."""
+    reply = api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", b"k8s\x00\x0a\xff",
+                     content_type="application/vnd.kubernetes.protobuf")
+    assert reply.status_code == (415 if server.mode == ALONE else 400), reply.text
+
+
 def test_discovery_and_openapi_come_with_the_layer(server, api):
     expected = 404 if server.mode == ALONE else 200
     assert api.get("/api").status_code == expected
