@@ -117,7 +117,7 @@ CHAPTER_02 = Chapter("02", "the API server", "tests/apiserver", (
     Capability("the real kubectl", f"{RUN_SERVER}#3-the-real-kubectl", (
         "test_kubectl.py", "test_kubectl_versions.py", "test_printers.py", "test_patches.py",
         "test_negotiation.py", "test_protobuf.py", "test_openapi.py", "test_discovery_versions.py",
-        "test_python_client.py")),
+        "test_python_client.py", "test_ingress_kubectl.py")),
     Capability("who is asking: tokens and certificates", f"{GAUNTLET}#who-is-asking-tokens", (
         "test_tokens.py", "test_certs.py", "test_gauntlet.py", "test_remote.py")),
     Capability("may they: ABAC and RBAC", f"{GAUNTLET}#may-they-as-api-objects-rbac", (
