@@ -187,7 +187,7 @@ CHAPTER_05 = Chapter("05", "the proxy and DNS", "tests/network", (
     Capability("a controller in the cluster",
                "05-proxy-dns/lesson-4-a-controller-in-the-cluster.md#a-website-made-by-a-pod",
                ("test_controller_pod.py",)),
-    Capability("from outside in: Ingress", "05-proxy-dns/README.md#where-this-is-in-kubernetes", (
+    Capability("from outside in: Ingress", "05-proxy-dns/lesson-5-from-outside-in.md#the-match", (
         "test_ingress_routing.py", "test_ingress_controller.py")),
 ))
 

@@ -26,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -572,3 +573,31 @@ def test_a_pod_going_away_during_a_loop_of_requests_fails_none(api, controller, 
         stop.set()
         runner.join()
     assert failures == []
+
+
+# ----------------------------------------------------------------- where it runs
+
+def test_the_daemonset_manifest_is_accepted_and_grants_only_reads_and_status(api):
+    """manifests/ingress-controller.yaml: every object valid; the role reads
+    what the informers read and writes only Ingresses' status."""
+    documents = list(yaml.safe_load_all((ROOT / "05-proxy-dns/manifests/ingress-controller.yaml").read_text()))
+    paths = {"Namespace": "/api/v1/namespaces", "ServiceAccount": "/api/v1/namespaces/ingress-system/serviceaccounts",
+             "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+             "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+             "IngressClass": f"{NETWORKING}/ingressclasses",
+             "DaemonSet": "/apis/apps/v1/namespaces/ingress-system/daemonsets"}
+    for document in documents:
+        if document["kind"] == "IngressClass":
+            continue          # the default class would change what the other tests here route
+        response = api.post(paths[document["kind"]], document)
+        assert response.status_code == 201, response.text
+    role = next(d for d in documents if d["kind"] == "ClusterRole")
+    verbs = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
+             for resource in rule["resources"] for verb in rule["verbs"]}
+    writes = {v for v in verbs if v[2] not in ("get", "list", "watch")}
+    assert writes == {("networking.k8s.io", "ingresses/status", "update")}
+    for group, resource in (("networking.k8s.io", "ingresses"), ("networking.k8s.io", "ingressclasses"),
+                            ("", "services"), ("discovery.k8s.io", "endpointslices"), ("", "secrets")):
+        assert {(group, resource, "list"), (group, resource, "watch")} <= verbs
+    daemonset = next(d for d in documents if d["kind"] == "DaemonSet")
+    assert daemonset["spec"]["template"]["spec"]["hostNetwork"] is True
