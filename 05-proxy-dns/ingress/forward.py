@@ -70,13 +70,22 @@ class RoundRobin:
 # [END ingress-round-robin]
 
 
+class UpstreamConnection(http.client.HTTPConnection):
+    """A connection to a pod that sends each piece at once (no Nagle: see
+    IngressHandler), so a body's last piece never waits for an ACK."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class Pool:
     """Idle keep-alive connections to endpoints, reused for the next request
     (a new TCP connection per request would cost the pod a thread each)."""
 
     def __init__(self, timeout: float):
         self.timeout = timeout
-        self._idle: dict[tuple[str, int], list[http.client.HTTPConnection]] = {}
+        self._idle: dict[tuple[str, int], list[UpstreamConnection]] = {}
         self._lock = threading.Lock()
 
     def get(self, endpoint: tuple[str, int]) -> tuple[http.client.HTTPConnection, bool]:
@@ -86,7 +95,7 @@ class Pool:
                 idle = self._idle.get(endpoint)
                 conn = idle.pop() if idle else None
             if conn is None:
-                return http.client.HTTPConnection(*endpoint, timeout=self.timeout), False
+                return UpstreamConnection(*endpoint, timeout=self.timeout), False
             if not closed_by_peer(conn):
                 return conn, True
             conn.close()
@@ -140,6 +149,9 @@ class IngressServer(ThreadingHTTPServer):
 
 class IngressHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"          # keep-alive with the client
+    # Headers and body leave in separate writes: with Nagle's algorithm the
+    # body would wait for the client's delayed ACK of the headers (40 ms).
+    disable_nagle_algorithm = True
     server: IngressServer
     server_version = "groundup-ingress"
 
@@ -198,8 +210,8 @@ class IngressHandler(BaseHTTPRequestHandler):
         named_in_connection = {h.strip().lower() for h in self.headers.get("Connection", "").split(",")}
         client_ip = self.client_address[0]
         earlier = self.headers.get("X-Forwarded-For")
-        headers = [(k, v) for k, v in self.headers.items()
-                   if k.lower() not in HOP_BY_HOP | FORWARDED | named_in_connection]
+        dropped = HOP_BY_HOP | FORWARDED | named_in_connection
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in dropped]
         local_port = self.connection.getsockname()[1]
         headers += [("X-Forwarded-For", f"{earlier}, {client_ip}" if earlier else client_ip),
                     ("X-Forwarded-Host", self.headers["Host"]),
@@ -248,7 +260,7 @@ class IngressHandler(BaseHTTPRequestHandler):
     # [END send-upstream]
 
     def _retry_fresh(self, endpoint, headers):
-        conn = http.client.HTTPConnection(*endpoint, timeout=self.server.pool.timeout)
+        conn = UpstreamConnection(*endpoint, timeout=self.server.pool.timeout)
         try:
             conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
             for name, value in headers:
@@ -325,8 +337,9 @@ class IngressHandler(BaseHTTPRequestHandler):
         """The pod's answer to the client as it comes: status, headers, body."""
         self.send_response_only(response.status, response.reason)
         named_in_connection = {h.strip().lower() for h in (response.getheader("Connection") or "").split(",")}
+        dropped = HOP_BY_HOP | named_in_connection | {"transfer-encoding"}
         for name, value in response.getheaders():
-            if name.lower() not in HOP_BY_HOP | named_in_connection | {"transfer-encoding"}:
+            if name.lower() not in dropped:
                 self.send_header(name, value)
         # No length known ahead (chunked, or "until close"): chunked to the client.
         rechunk = response.length is None and self.command != "HEAD" and response.status not in (204, 304)
