@@ -75,6 +75,8 @@ class EchoHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         """Counts the body as it comes; tells the test once the first MiB is in."""
+        if "chunked" in self.headers.get("Transfer-Encoding", ""):
+            return self.chunked_body()
         left, received = int(self.headers.get("Content-Length", "0")), 0
         while left:
             piece = self.rfile.read1(min(65536, left))
@@ -85,6 +87,20 @@ class EchoHandler(BaseHTTPRequestHandler):
             if received >= 1024 * 1024 and getattr(self.server, "first_mib", None):
                 self.server.first_mib.set()
         body = json.dumps({"pod": self.server.name, "received": received}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def chunked_body(self) -> None:
+        """A chunked body, decoded: how many bytes it held."""
+        received = 0
+        while (size := int(self.rfile.readline().split(b";")[0], 16)):
+            received += len(self.rfile.read(size))
+            self.rfile.readline()
+        while self.rfile.readline() not in (b"\r\n", b""):
+            pass                                              # trailers
+        body = json.dumps({"pod": self.server.name, "received": received, "chunked": True}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -461,6 +477,20 @@ def test_a_large_upload_streams_through_not_held_whole(api, controller, pods, na
         conn.send(piece)
     response = conn.getresponse()
     assert response.status == 200 and json.loads(response.read())["received"] == total
+    conn.close()
+
+
+def test_a_chunked_upload_passes_chunk_by_chunk(api, controller, pods, namespace):
+    service(api, namespace, "sink", pods("sink"))
+    host = f"chunks.{namespace}.example"
+    ingress(api, namespace, "sink", [(host, [("/", "Prefix", "sink")])])
+    routed(controller, host, "/", "sink")
+    conn = http.client.HTTPConnection("127.0.0.1", controller["http"], timeout=20)
+    pieces = [b"a" * 10, b"b" * 70000, b"c"]
+    conn.request("POST", "/", body=iter(pieces), headers={"Host": host}, encode_chunked=True)
+    response = conn.getresponse()
+    assert response.status == 200
+    assert json.loads(response.read()) == {"pod": "sink", "received": 70011, "chunked": True}
     conn.close()
 
 
