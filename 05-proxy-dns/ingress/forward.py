@@ -228,11 +228,13 @@ class IngressHandler(BaseHTTPRequestHandler):
         last_error = "no endpoint"
         for endpoint in self.server.balancer.order(backend, endpoints):
             conn, reused = self.server.pool.get(endpoint)
+            body_sent = False                              # once it is, no other endpoint can have it
             try:
                 conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
                 for name, value in headers:
                     conn.putheader(name, value)
-                conn.endheaders()
+                conn.endheaders()                          # connects: a refusal comes here
+                body_sent = length != 0
                 self.stream_body(conn, length)
                 return conn.getresponse(), conn, endpoint
             except ClientGone as gone:
@@ -241,20 +243,20 @@ class IngressHandler(BaseHTTPRequestHandler):
             except (ConnectionRefusedError, ConnectionResetError, BrokenPipeError,
                     http.client.RemoteDisconnected) as error:
                 conn.close()
-                if reused and length in (0, None):
+                if reused and length == 0:
                     # A pooled connection the pod had closed: ask again on a new one.
                     conn = None
                     return self._retry_fresh(endpoint, headers)
                 last_error = f"{endpoint[0]}:{endpoint[1]}: {error}"
-                if length not in (0, None):
-                    break                                  # the body is spent: it cannot go to another
+                if body_sent:
+                    break
             except (TimeoutError, socket.timeout):
                 conn.close()
                 raise UpstreamFailed(504, f"{endpoint[0]}:{endpoint[1]} did not answer in time")
             except (OSError, http.client.HTTPException) as error:   # e.g. a status line that is not HTTP
                 conn.close()
                 last_error = f"{endpoint[0]}:{endpoint[1]}: {error!r}"
-                if length not in (0, None):
+                if body_sent:
                     break
         raise UpstreamFailed(502, f"no endpoint of {backend} took the request ({last_error})")
     # [END send-upstream]

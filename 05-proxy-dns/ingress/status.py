@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import threading
 
-from common.client.client import APIClient, APIStatusError, Conflict, NotFound
+from common.client.client import APIClient, APIConnectionError, APIStatusError, Conflict, NotFound
 
 GROUP_VERSION = "networking.k8s.io/v1"
 
@@ -78,7 +78,7 @@ class StatusWriter:
                           action="added" if present else "removed")
         except (NotFound, Conflict):
             self._dirty.set()             # try again with what the informer sees next
-        except APIStatusError as error:
+        except (APIStatusError, APIConnectionError) as error:
             self.log.warning("status not written", obj=f"{namespace}/{name}", error=str(error))
 
     def withdraw(self, ingresses: list[dict]) -> None:
