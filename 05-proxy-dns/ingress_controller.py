@@ -5,7 +5,7 @@
 A Service gives a set of pods one address inside the cluster, for any
 protocol, by port. HTTP asks for more: many applications behind one
 address, told apart by the host name and the path in each request, and TLS
-ended at the door. An Ingress writes that down as API object; this program
+ended at the door. An Ingress writes that down as an API object; this program
 makes it happen: a reverse proxy on every node that
 
 1. keeps local copies of Ingresses, IngressClasses, Services,

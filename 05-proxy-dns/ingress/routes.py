@@ -14,16 +14,12 @@ avoids reloading nginx when just the endpoints changed.
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 # The class annotations Kubernetes defines.
 CLASS_ANNOTATION = "kubernetes.io/ingress.class"          # before spec.ingressClassName existed
 DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"           # how an EndpointSlice names its Service
-TLS_SECRET_TYPE = "kubernetes.io/tls"
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
