@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds a pod may take to answer, or between two pieces of its answer (504)")
     parser.add_argument("--client-timeout", type=float, default=60,
                         help="seconds a client may stay silent before its connection is closed")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true", help="a line per request: host, path, pod, status")
     kubeconfig.add_flags(parser)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     log = get_logger("ingress", "DEBUG" if args.verbose else None)

@@ -337,6 +337,9 @@ class IngressHandler(BaseHTTPRequestHandler):
     # [START relay-response]
     def relay(self, response: http.client.HTTPResponse, conn, endpoint) -> None:
         """The pod's answer to the client as it comes: status, headers, body."""
+        if self.server.log:                                # with -v: a line per request
+            self.server.log.debug("request", host=self.headers["Host"], path=self.path,
+                                  endpoint=f"{endpoint[0]}:{endpoint[1]}", status=response.status)
         self.send_response_only(response.status, response.reason)
         named_in_connection = {h.strip().lower() for h in (response.getheader("Connection") or "").split(",")}
         dropped = HOP_BY_HOP | named_in_connection | {"transfer-encoding"}

@@ -148,7 +148,7 @@ def controller(api, tmp_path_factory):
         process = subprocess.Popen(
             [sys.executable, str(CONTROLLER), "--apiserver", api.url, "--port", str(http_port),
              "--https-port", str(https_port), "--bind-address", "127.0.0.1", "--publish-address", PUBLISHED,
-             "--client-timeout", "2", "--upstream-timeout", "3", "--max-body-size", str(MAX_BODY)],
+             "--client-timeout", "2", "--upstream-timeout", "3", "--max-body-size", str(MAX_BODY), "-v"],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def listening() -> bool:
@@ -261,6 +261,9 @@ def test_the_pod_hears_who_asked(api, controller, pods, namespace):
     assert headers["x-forwarded-for"] == "203.0.113.9, 127.0.0.1"        # appended to what came
     assert headers["x-forwarded-host"] == host + ":8080" and headers["host"] == host + ":8080"
     assert headers["x-forwarded-proto"] == "http" and headers["x-real-ip"] == "127.0.0.1"
+    # -v: a line per request, naming the pod that answered.
+    wait_for(lambda: f"request host={host}:8080 path=/x?y=1 endpoint=" in controller["log"].read_text(), 10,
+             what="the request's log line")
 
 
 def test_round_robin_among_ready_endpoints_only(api, controller, pods, namespace):
