@@ -22,7 +22,7 @@ WORKERS ?= 4
 CHECKPOINT = $(PYTEST) -n $(WORKERS) --checkpoint -m "not exhaustive" $(if $(V),-v,-q) --capabilities
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -145,6 +145,9 @@ bench-05: venv images ## (root) chapter 05 benchmark: pod-to-pod throughput and 
 
 bench-05-dns: venv ## chapter 05 benchmark: cluster DNS queries/s vs a bare UDP echo in the same run (loopback, no root)
 	$(PY) 05-proxy-dns/benchmarks/bench_dns.py $(ARGS)
+
+bench-05-ingress: venv ## chapter 05 benchmark: requests/s and p99 through the ingress controller vs straight to the pod, same run (no root)
+	$(PY) 05-proxy-dns/benchmarks/bench_ingress.py $(ARGS)
 
 machines: venv images ## (root) make master, node1, node2 from namespaces, a Docker engine on each node
 	@python3 05-proxy-dns/machines.py up

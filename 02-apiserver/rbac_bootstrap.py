@@ -124,12 +124,14 @@ def cluster_roles() -> list[dict]:
             rule(WRITE, [""], ["pods/attach", "pods/exec", "pods/portforward"]),
             rule(READ, [""], ["secrets", "pods/attach", "pods/exec", "pods/portforward"]),
             rule(WRITE, ["apps"], APPS + ("deployments/scale", "replicasets/scale")),
-            rule(WRITE, ["batch"], ["jobs", "cronjobs"])], aggregated_to("edit")),
+            rule(WRITE, ["batch"], ["jobs", "cronjobs"]),
+            rule(WRITE, ["networking.k8s.io"], ["ingresses"])], aggregated_to("edit")),
         cluster_role("system:aggregate-to-view", [
             rule(READ, [""], WORKLOADS + STATUS_AND_SCALE + ("limitranges", "namespaces")),
             rule(READ, ["apps"], APPS + APPS_STATUS_AND_SCALE),
             rule(READ, ["batch"], ["jobs", "cronjobs", "jobs/status", "cronjobs/status"]),
-            rule(READ, ["discovery.k8s.io"], ["endpointslices"])], aggregated_to("view")),
+            rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
+            rule(READ, ["networking.k8s.io"], ["ingresses", "ingresses/status"])], aggregated_to("view")),
         # `kubectl top` for whoever may view: in Kubernetes this role comes with
         # metrics-server's manifest, which serves the group (resource_metrics.py).
         cluster_role("system:aggregated-metrics-reader", [

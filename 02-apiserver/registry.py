@@ -95,6 +95,11 @@ RESOURCES += (
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
 )
+# HTTP routes into the cluster, and who serves them (chapter 05's ingress controller).
+RESOURCES += (
+    Resource("networking.k8s.io", "v1", "Ingress", "ingresses", True, ("ing",), ("status",)),
+    Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False),
+)
 # Who a program in a pod is: its token (sa_tokens.py) names one of these.
 RESOURCES += (
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),

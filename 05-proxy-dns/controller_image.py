@@ -13,8 +13,9 @@ computer already has, and hands the files to `docker import` (as
     the interpreter running this script, and its standard library
     the shared libraries they link to (asked of ldd)
     the installed distributions the official Python client needs, found
-      through their metadata (kubernetes, then what it requires, and so on)
-    this checkout's common/ and 04-controllers/, at /groundup
+      through their metadata (kubernetes, then what it requires, and so on),
+      and cryptography (the ingress controller's TLS)
+    this checkout's common/, 04-controllers/ and 05-proxy-dns/, at /groundup
     busybox as /bin/sh, so `kubectl exec ... -- sh` has a shell
 
 Each file keeps its path on this computer, so the interpreter finds its
@@ -41,8 +42,8 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "groundup/controllers:dev"
-DISTRIBUTIONS = ("kubernetes", "requests", "PyYAML")     # and whatever they require
-CODE = ("common", "04-controllers")
+DISTRIBUTIONS = ("kubernetes", "requests", "PyYAML", "cryptography")     # and whatever they require
+CODE = ("common", "04-controllers", "05-proxy-dns")
 SITE = "/opt/groundup/site-packages"
 SKIPPED_STDLIB = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "site-packages",
                   "config-3.11-x86_64-linux-gnu", "__pycache__"}

@@ -4,10 +4,12 @@ Three machines made of namespaces (machines.py, with a prefix and a subnet
 of their own, so a learner's `make machines` is left alone): the API
 server, the controller manager and the scheduler on master; a kubelet on
 the pod network, a route agent, the proxy in iptables mode and cluster
-DNS on node1 and node2. Then the finale of the lesson's part 3
-(finale.py): a frontend that asks its backend by name, asked ten times a
-second through its node port while a backend pod is deleted, node2's
-kubelet is stopped and started again, and the backend is rolled to v2.
+DNS and an ingress controller on node1 and node2. Then the finale of the
+lesson's part 3 (finale.py): a frontend that asks its backend by name,
+asked ten times a second from this computer, outside the cluster, as
+shop.example through the ingress on both nodes (part 5), while a backend
+pod is deleted, node2's kubelet is stopped and started again, and the
+backend is rolled to v2.
 The demo prints what failed during each, and removes the machines.
 
 The machines need root (namespaces, iptables) and Docker; without them
@@ -36,7 +38,7 @@ sys.path.insert(0, str(HERE))
 
 from common.tooling.polling import wait_for  # noqa: E402
 from common.tooling.your_program import YourProgramExited  # noqa: E402
-from finale import run, urls  # noqa: E402
+from finale import HOST, run, urls  # noqa: E402
 from machine_cluster import Cluster, free_subnet  # noqa: E402
 from machines import Machines, missing_requirements  # noqa: E402
 
@@ -72,11 +74,11 @@ def main() -> int:
               f"node2 {machines.address('node2')}", flush=True)
         # A node monitor of seconds, not Kubernetes' 40: the demo waits less.
         cluster.bring_up("--node-monitor-grace-period", "6", "--node-monitor-period", "1", scheduler=True,
-                         proxy_mode="iptables")
+                         proxy_mode="iptables", ingress=True)
         print("cluster up: API server, controller manager, scheduler; kubelet, route agent, proxy "
-              f"(iptables mode) and {dns} on each node\n"
-              "deploying 05-proxy-dns/manifests/two-tier.yaml, then asking the frontend's node port "
-              "ten times a second while:", flush=True)
+              f"(iptables mode), {dns} and an ingress controller on each node\n"
+              f"deploying 05-proxy-dns/manifests/two-tier.yaml and an Ingress for {HOST}, then asking "
+              f"{HOST} through the ingress on both nodes ten times a second while:", flush=True)
         outcomes, tally = run(cluster, report=lambda line: print(" ", line, flush=True))
         print(f"\n{'what happened':48} {'requests':>8} {'failed':>6}")
         for outcome in outcomes:
@@ -84,8 +86,8 @@ def main() -> int:
             for failure in outcome.failures:
                 print(f"  {failure}")
         print(f"\nall told: {tally.line()}")
-        answer = wait_for(lambda: (asked := requests.get(urls(cluster)[0], timeout=5)).ok and asked.text.strip(), 30,
-                          what="the frontend's answer")
+        answer = wait_for(lambda: (asked := requests.get(urls(cluster)[0], headers={"Host": HOST}, timeout=5)).ok
+                          and asked.text.strip(), 30, what="the frontend's answer")
         print(f"asked once more, the frontend says: {answer}")
         if args.dns:
             print(f"the frontend found the backend by its name through {dns} on each node")

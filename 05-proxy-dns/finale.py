@@ -3,10 +3,13 @@
 The lesson's part 3 does this by hand with kubectl; the demo (`make demo`)
 and the tests (tests/network/test_finale.py) do it with this module, on a
 machine_cluster.Cluster whose controller manager runs every controller
-and whose master runs the scheduler. manifests/two-tier.yaml is deployed,
-a RequestLoop (request_loop.py) asks the frontend's node port on node1 and
-node2 ten times a second, and three things happen to the cluster in turn,
-each waited out before the next:
+and whose master runs the scheduler, with an ingress controller on port
+80 of each node. manifests/two-tier.yaml is deployed with an Ingress
+sending the host shop.example to the frontend, a RequestLoop
+(request_loop.py) on this computer, outside the cluster, asks node1 and
+node2 for shop.example through their ingress controllers ten times a
+second, and three things happen to the cluster in turn, each waited out
+before the next:
 
 1. a backend pod is deleted (the ReplicaSet replaces it);
 2. node2's kubelet is stopped: its node goes NotReady, its pods are
@@ -30,11 +33,16 @@ from machine_cluster import Cluster
 from request_loop import RequestLoop, Tally
 
 MANIFEST = Path(__file__).resolve().parent / "manifests" / "two-tier.yaml"
-NODE_PORT = 30080
+HOST = "shop.example"               # the name a browser would ask for; the ingress routes by it
 NAMESPACE = "default"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
 PODS = f"/api/v1/namespaces/{NAMESPACE}/pods"
-PATHS = {"Deployment": DEPLOYMENTS, "Service": f"/api/v1/namespaces/{NAMESPACE}/services"}
+PATHS = {"Deployment": DEPLOYMENTS, "Service": f"/api/v1/namespaces/{NAMESPACE}/services",
+         "Ingress": f"/apis/networking.k8s.io/v1/namespaces/{NAMESPACE}/ingresses"}
+INGRESS = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "shop"},
+           "spec": {"ingressClassName": "groundup", "rules": [{"host": HOST, "http": {"paths": [
+               {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "frontend", "port": {"number": 80}}}}
+           ]}}]}}
 
 
 @dataclass
@@ -45,8 +53,9 @@ class Outcome:
 
 
 def deploy(cluster: Cluster) -> None:
-    """Create every object of two-tier.yaml, as `kubectl apply -f` would the first time."""
-    for obj in yaml.safe_load_all(MANIFEST.read_text()):
+    """Create every object of two-tier.yaml, as `kubectl apply -f` would the
+    first time, and the Ingress in front of it."""
+    for obj in [*yaml.safe_load_all(MANIFEST.read_text()), INGRESS]:
         created = cluster.request("POST", PATHS[obj["kind"]], obj)
         if created.status_code != 201:
             raise RuntimeError(f"{MANIFEST.name}: {obj['kind']} {obj['metadata']['name']}: {created.text}")
@@ -67,16 +76,17 @@ def pods(cluster: Cluster, app: str) -> list[dict]:
 
 
 def urls(cluster: Cluster) -> list[str]:
-    return [f"http://{cluster.machines.address(node)}:{NODE_PORT}/" for node in ("node1", "node2")]
+    """Port 80 of node1 and node2: their ingress controllers (with Host: shop.example)."""
+    return [f"http://{cluster.machines.address(node)}/" for node in ("node1", "node2")]
 
 
 def wait_answering(cluster: Cluster, timeout: float = 120) -> None:
-    """Both tiers rolled out, and the node port answering from the backend."""
+    """Both tiers rolled out, and shop.example answering from the backend through the ingress."""
     wait_for(lambda: rolled_out(cluster, "backend") and rolled_out(cluster, "frontend"), timeout,
              what="backend and frontend rolled out")
-    probe = RequestLoop(urls(cluster))
+    probe = RequestLoop(urls(cluster), host=HOST)
     wait_for(lambda: all(probe.ask(url) is None for url in urls(cluster)), 60,
-             what="the frontend's node port answering with the backend's page on node1 and node2")
+             what=f"{HOST} answering with the backend's page through the ingress on node1 and node2")
 
 
 # --- the three things done to the cluster: (what is said, do it, wait until it is over)
@@ -124,7 +134,7 @@ def run(cluster: Cluster, report=print) -> tuple[list[Outcome], Tally]:
     each (and the loop's whole tally at the end)."""
     deploy(cluster)
     wait_answering(cluster)
-    loop = RequestLoop(urls(cluster), rate=10)
+    loop = RequestLoop(urls(cluster), rate=10, host=HOST)
     worker = threading.Thread(target=loop.run, daemon=True)
     worker.start()
     outcomes = []

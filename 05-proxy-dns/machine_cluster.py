@@ -61,14 +61,18 @@ class Cluster:
         return f"http://{self.machines.address('master')}:8080"
 
     def bring_up(self, *controller_flags: str, scheduler: bool = False, proxy_mode: str = "userspace",
-                 nodes: tuple[str, ...] = ("node1", "node2"), secure: bool = False) -> None:
-        """The control plane (and the scheduler, if asked), then the nodes,
-        and wait until every node is Ready with its pod range."""
+                 nodes: tuple[str, ...] = ("node1", "node2"), secure: bool = False, ingress: bool = False) -> None:
+        """The control plane (and the scheduler, if asked), then the nodes
+        (with an ingress controller on port 80 of each, if asked), and wait
+        until every node is Ready with its pod range."""
         self.start_control_plane(*controller_flags, secure=secure)
         if scheduler:
             self.start("scheduler", "master", "03-scheduler/scheduler.py", "--apiserver", self.api)
         for node in nodes:
             self.join(node, proxy_mode=proxy_mode)
+            if ingress:
+                self.start(f"ingress-{node}", node, "05-proxy-dns/ingress_controller.py", "--apiserver", self.api,
+                           "--publish-address", self.machines.address(node))
         wait_for(lambda: all(ready(self.node(n)) for n in nodes), 90,
                  what=f"{' and '.join(nodes)} Ready with their pod ranges")
 
@@ -176,8 +180,9 @@ class Cluster:
 
     def leave(self, node: str) -> None:
         """Stop what join started (the machine's pods and rules stay)."""
-        for what in ("kubelet", "routes", "proxy", "dns"):
-            self.stop(f"{what}-{node}")
+        for what in ("kubelet", "routes", "proxy", "dns", "ingress"):
+            if f"{what}-{node}" in self.processes:
+                self.stop(f"{what}-{node}")
 
     def route_agent(self, machine: str) -> subprocess.Popen:
         return self.start(f"routes-{machine}", machine, "05-proxy-dns/route_agent.py", "--apiserver", self.api,

@@ -56,8 +56,10 @@ class RequestLoop:
     thing they do to the cluster)."""
 
     def __init__(self, urls: list[str], rate: float = 10.0, timeout: float = 5.0,
-                 on_failure=None):
+                 on_failure=None, host: str | None = None):
         self.urls, self.interval, self.timeout = urls, 1.0 / rate, timeout
+        # A new connection every time; and the host name an ingress routes by, if given.
+        self.headers = {"Connection": "close", **({"Host": host} if host else {})}
         self.on_failure = on_failure or (lambda line: None)
         self._tally = Tally()
         self._lock = threading.Lock()
@@ -68,7 +70,7 @@ class RequestLoop:
         """One request on a connection of its own; a failure is recorded
         with the time and the reason, at once, and returned."""
         try:
-            response = requests.get(url, timeout=self.timeout, headers={"Connection": "close"})
+            response = requests.get(url, timeout=self.timeout, headers=self.headers)
             answer = response.text.strip().splitlines()[0] if response.text.strip() else ""
             failed = None if response.status_code == 200 else f"{response.status_code} {answer}"
         except requests.RequestException as error:
@@ -108,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=10.0, help="requests a second (default 10)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default 5)")
     parser.add_argument("--every", type=float, default=10.0, help="seconds between lines of totals (default 10)")
+    parser.add_argument("--host", help="the Host header to send (what an ingress routes by); default: the URL's")
     args = parser.parse_args(argv)
     if not 0 < args.rate <= 1000:
         parser.error(f"--rate: {args.rate:g} is not a rate this loop can keep: give 0 < rate <= 1000")
@@ -117,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         if not url.startswith(("http://", "https://")):
             parser.error(f"{url!r} is not an http:// or https:// URL")
 
-    loop = RequestLoop(args.urls, args.rate, args.timeout, on_failure=lambda line: print("FAILED", line, flush=True))
+    loop = RequestLoop(args.urls, args.rate, args.timeout, on_failure=lambda line: print("FAILED", line, flush=True),
+                       host=args.host)
     signal.signal(signal.SIGINT, lambda *_: loop.stop())
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     print(f"asking {' and '.join(args.urls)}, {args.rate:g} requests a second", flush=True)

@@ -117,7 +117,7 @@ CHAPTER_02 = Chapter("02", "the API server", "tests/apiserver", (
     Capability("the real kubectl", f"{RUN_SERVER}#3-the-real-kubectl", (
         "test_kubectl.py", "test_kubectl_versions.py", "test_printers.py", "test_patches.py",
         "test_negotiation.py", "test_protobuf.py", "test_openapi.py", "test_discovery_versions.py",
-        "test_python_client.py")),
+        "test_python_client.py", "test_ingress_kubectl.py")),
     Capability("who is asking: tokens and certificates", f"{GAUNTLET}#who-is-asking-tokens", (
         "test_tokens.py", "test_certs.py", "test_gauntlet.py", "test_remote.py")),
     Capability("may they: ABAC and RBAC", f"{GAUNTLET}#may-they-as-api-objects-rbac", (
@@ -187,6 +187,8 @@ CHAPTER_05 = Chapter("05", "the proxy and DNS", "tests/network", (
     Capability("a controller in the cluster",
                "05-proxy-dns/lesson-4-a-controller-in-the-cluster.md#a-website-made-by-a-pod",
                ("test_controller_pod.py",)),
+    Capability("from outside in: Ingress", "05-proxy-dns/lesson-5-from-outside-in.md#the-match", (
+        "test_ingress_routing.py", "test_ingress_controller.py")),
 ))
 
 CHAPTERS = {chapter.number: chapter for chapter in (CHAPTER_01, CHAPTER_02, CHAPTER_03, CHAPTER_04, CHAPTER_05)}

@@ -137,7 +137,8 @@ UNSHARED = ("tests/kubelet/test_api_source.py", "tests/kubelet/test_api_volume_p
             "tests/kubelet/test_security_context_options.py", "tests/kubelet/test_service_env.py",
             "tests/kubelet/test_spdy.py", "tests/kubelet/test_stats_summary.py", "tests/lessons/test_runner.py",
             "tests/network/test_cluster_dns.py", "tests/network/test_proxy_affinity.py",
-            "tests/network/test_route_agent.py")
+            "tests/network/test_route_agent.py", "tests/network/test_ingress_routing.py",
+            "tests/network/test_ingress_controller.py")
 # Files whose tests make "another machine" on a test subnet of their own
 # (tests/netns.py: 10.213.x.0/30, one x per file): two of their tests at
 # once would clash, so a checkpoint run (--checkpoint, below) keeps each

@@ -421,6 +421,39 @@ def lease_cells(lease: dict, now: datetime) -> list:
     return [name_of(lease), as_str(dig(lease, "spec", "holderIdentity")), age(lease, now)]
 
 
+# --- Ingress, IngressClass ------------------------------------------------------
+
+MAX_HOSTS = 3
+
+
+def ingress_cells(ingress: dict, now: datetime) -> list:
+    spec = as_dict(ingress.get("spec"))
+    rules = dicts(spec.get("rules"))
+    # A rule without a host matches every host: "*" when no rule names one.
+    hosts = [as_str(r.get("host")) for r in rules if r.get("host")][:MAX_HOSTS]
+    host_text = ",".join(hosts) or "*"
+    if len(rules) > MAX_HOSTS and len(hosts) == MAX_HOSTS:
+        host_text += f" + {len(rules) - MAX_HOSTS} more..."
+    addresses = [as_str(i.get("ip")) or as_str(i.get("hostname"))
+                 for i in dicts(dig(ingress, "status", "loadBalancer", "ingress"))]
+    # Uncut: like Kubernetes' server, which prints as for -o wide.
+    address = ",".join(a for a in addresses if a)
+    # The ports a controller listens on for this Ingress: 443 too once it has TLS.
+    ports = "80, 443" if dicts(spec.get("tls")) else "80"
+    return [name_of(ingress), as_str(spec.get("ingressClassName")) or NONE, host_text, address, ports,
+            age(ingress, now)]
+
+
+def ingress_class_cells(ingress_class: dict, now: datetime) -> list:
+    spec = as_dict(ingress_class.get("spec"))
+    params = as_dict(spec.get("parameters"))
+    parameters = NONE
+    if params:
+        kind = as_str(params.get("kind")) + (f".{params['apiGroup']}" if params.get("apiGroup") else "")
+        parameters = f"{kind}/{as_str(params.get('name'))}"
+    return [name_of(ingress_class), as_str(spec.get("controller")), parameters, age(ingress_class, now)]
+
+
 def default_cells(obj: dict, now: datetime) -> list:
     return [name_of(obj), age(obj, now)]
 
@@ -534,6 +567,16 @@ PRINTERS: dict[tuple[str, str], Printer] = {
         Column("Last Schedule", "Time since a Job was last started."),
         AGE, CONTAINERS, IMAGES, SELECTOR,
     ), cronjob_cells),
+    ("networking.k8s.io", "Ingress"): Printer((
+        NAME, Column("Class", "The IngressClass whose controller serves it (spec.ingressClassName)."),
+        Column("Hosts", "Host names the rules match; * for any."),
+        Column("Address", "Where the controller can be reached (status.loadBalancer)."),
+        Column("Ports", "Ports the controller serves it on: 80, and 443 with TLS."), AGE,
+    ), ingress_cells),
+    ("networking.k8s.io", "IngressClass"): Printer((
+        NAME, Column("Controller", "The controller serving Ingresses of this class."),
+        Column("Parameters", "Extra configuration for the controller, as kind/name."), AGE,
+    ), ingress_class_cells),
     ("coordination.k8s.io", "Lease"): Printer((
         NAME, Column("Holder", "Who holds the lease (spec.holderIdentity): for a node's, the node."), AGE,
     ), lease_cells),

@@ -83,6 +83,22 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return errs + _dns1123_subdomain_format(value)
 
 
+_WILDCARD_DNS1123_SUBDOMAIN_FMT = r"\*\." + _DNS1123_SUBDOMAIN_FMT
+_WILDCARD_DNS1123_SUBDOMAIN_MSG = ("a wildcard DNS-1123 subdomain must start with '*.', followed by a valid "
+                                   "DNS subdomain, which must consist of lower case alphanumeric characters, "
+                                   "'-' or '.' and end with an alphanumeric character")
+
+
+def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
+    """Reasons value is not `*.` and a DNS subdomain (an Ingress host such as
+    *.example.com: the star stands for exactly one label)."""
+    errs = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if _too_long(value, DNS1123_SUBDOMAIN_MAX) else []
+    if not _matches(_WILDCARD_DNS1123_SUBDOMAIN_FMT, value):
+        errs.append(_regex_error(_WILDCARD_DNS1123_SUBDOMAIN_MSG, _WILDCARD_DNS1123_SUBDOMAIN_FMT,
+                                 "*.example.com"))
+    return errs
+
+
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 
 

@@ -24,6 +24,7 @@ from common.model import validation_apps as apps
 from common.model import validation_coordination as coordination
 from common.model import validation_core as core
 from common.model import validation_discovery as discovery
+from common.model import validation_networking as networking
 from common.model import validation_rbac as rbac
 from common.model.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.model.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
@@ -95,6 +96,14 @@ KINDS: dict[tuple[str, str], KindRules] = {
 }
 # [END kind-rules]
 KINDS[("", "ServiceAccount")] = KindRules("v1", True, core.validate_service_account)
+# HTTP routing into the cluster (chapter 05's ingress controller serves them).
+KINDS.update({
+    ("networking.k8s.io", "Ingress"): KindRules("networking.k8s.io/v1", True, networking.validate_ingress_create,
+                                                None, networking.validate_ingress_status),
+    ("networking.k8s.io", "IngressClass"): KindRules("networking.k8s.io/v1", False,
+                                                     networking.validate_ingress_class,
+                                                     networking.validate_ingress_class_update),
+})
 # Who may do what (RBAC); their names may hold ":", as in system:node.
 KINDS.update({
     ("rbac.authorization.k8s.io", "Role"): KindRules("rbac.authorization.k8s.io/v1", True, rbac.validate_role,

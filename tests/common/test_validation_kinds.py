@@ -117,6 +117,23 @@ def valid(kind):
                   "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 40,
                            "acquireTime": "2026-11-22T08:30:00.000000Z",
                            "renewTime": "2026-11-22T08:36:33.123456Z", "leaseTransitions": 0}},
+        "Ingress": {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "web"},
+                    "spec": {"ingressClassName": "groundup",
+                             "defaultBackend": {"service": {"name": "fallback", "port": {"name": "http"}}},
+                             "tls": [{"hosts": ["shop.example.com", "*.example.com"], "secretName": "shop-tls"}],
+                             "rules": [{"host": "*.example.com", "http": {"paths": [
+                                 {"path": "/api", "pathType": "Prefix",
+                                  "backend": {"service": {"name": "api", "port": {"number": 8080}}}},
+                                 {"path": "/", "pathType": "Exact",
+                                  "backend": {"resource": {"apiGroup": "example.com", "kind": "Bucket",
+                                                           "name": "static"}}}]}}]},
+                    "status": {"loadBalancer": {"ingress": [{"ip": "192.168.56.11"}]}}},
+        "IngressClass": {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+                         "metadata": {"name": "groundup",
+                                      "annotations": {"ingressclass.kubernetes.io/is-default-class": "true"}},
+                         "spec": {"controller": "groundup.dev/ingress-controller",
+                                  "parameters": {"kind": "ConfigMap", "name": "ingress", "scope": "Namespace",
+                                                 "namespace": "kube-system"}}},
         "Role": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                  "metadata": {"name": "pod-reader", "namespace": "team-a"},
                  "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
@@ -616,7 +633,7 @@ def test_no_new_finalizers_while_deleting(changes, expected):
 def _with_identity(obj):
     obj = copy.deepcopy(obj)
     obj["metadata"].update(namespace="a", uid="u1", creationTimestamp="2024-01-01T00:00:00Z")
-    if obj["kind"] in ("Node", "Namespace", "ClusterRole", "ClusterRoleBinding"):     # cluster-scoped
+    if obj["kind"] in ("Node", "Namespace", "ClusterRole", "ClusterRoleBinding", "IngressClass"):  # cluster-scoped
         del obj["metadata"]["namespace"]
     return obj
 

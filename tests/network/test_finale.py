@@ -3,8 +3,9 @@
 A cluster of its own on the module's machines, complete this time: every
 controller (with a node monitor of a few seconds, not 40), the scheduler,
 and on node1 and node2 a kubelet, a route agent, the proxy in iptables
-mode and cluster DNS. The frontend is asked ten times a second through
-its node port on both nodes while a backend pod is deleted, node2's
+mode, cluster DNS and an ingress controller. The frontend is asked ten
+times a second, as shop.example through the ingress on both nodes (from
+this computer, outside the cluster), while a backend pod is deleted, node2's
 kubelet is stopped and started again, and the backend is rolled to v2;
 the failures during each must stay within what lesson-3 says, and say why.
 """
@@ -26,7 +27,7 @@ def full_cluster(machines):
     made = Cluster(machines, workdir)
     try:
         made.bring_up("--node-monitor-grace-period", "6", "--node-monitor-period", "1", scheduler=True,
-                      proxy_mode="iptables")
+                      proxy_mode="iptables", ingress=True)
         yield made
     finally:
         made.tear_down()
