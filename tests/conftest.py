@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # modules import each other by plain name, as when run as scripts.
 for chapter in ("01-kubelet", "02-apiserver", "tests/lessons", "tests/kubelet", "tests/apiserver",
                 "03-scheduler", "tests/scheduler", "04-controllers", "tests/controllers",
-                "05-proxy-dns", "tests/network"):
+                "05-proxy-dns", "tests/network", "dashboard", "tests/dashboard"):
     sys.path.insert(0, str(ROOT / chapter))
 
 
@@ -201,6 +201,9 @@ def pytest_addoption(parser):
                      help="one chapter's run (make test-NN): with -n, spread its tests one by one over the "
                           "workers, Docker's too; only what shares this computer's fixed ports and machines, "
                           "and the files in OWN_SUBNET, stay one at a time")
+    parser.addoption("--update-screenshots", action="store_true",
+                     help="the dashboard's browser tests write the screenshots the READMEs show "
+                          "(dashboard/screenshots/); without it they only check")
 
 
 def pytest_configure(config):
