@@ -4,7 +4,7 @@
     GET /static/...   its CSS and JavaScript, served from this folder: no CDN,
                       no build step, nothing fetched from elsewhere
     GET /events       Server-Sent Events: a snapshot, then every change
-    GET /api/state    the same snapshot as one JSON document (curl, tests)
+    GET /api/state    the same snapshot as one JSON document, and the tabs open (curl, tests)
     GET /healthz      ok
 
 Server-Sent Events rather than a WebSocket: the news flows one way, from
@@ -51,7 +51,7 @@ def create_app(view: ClusterView) -> Flask:
 
     @app.get("/api/state")
     def state():
-        return jsonify(view.snapshot())
+        return jsonify({**view.snapshot(), "tabs": view.tabs})
 
     @app.get("/events")
     def events():
