@@ -84,10 +84,10 @@ class Subscription:
             self.cut_off = True
 
 
-# [START fan-out]
 class ClusterView:
     """The cluster as the page shows it, and the tabs that watch it."""
 
+    # [START one-set-of-watches]
     def __init__(self, client: APIClient, kinds=KINDS):
         self.kinds = {kind.name: kind for kind in kinds}
         self._lock = threading.Lock()                 # state and subscribers change together
@@ -102,6 +102,7 @@ class ClusterView:
                                  on_update=lambda old, new, name=name: self._upsert(name, new),
                                  on_delete=lambda obj, name=name: self._delete(name, obj))
             informer.add_trouble_handler(lambda informer, name=name: self._trouble(name, informer.trouble))
+    # [END one-set-of-watches]
 
     def _upsert(self, kind: str, obj: dict) -> None:
         summary = self.kinds[kind].summarize(obj)
@@ -121,6 +122,7 @@ class ClusterView:
             self._troubles[kind] = trouble
             self._publish("trouble", {"kind": kind, "trouble": trouble})
 
+    # [START fan-out]
     def _publish(self, event: str, data: dict) -> None:
         """Encode once, hand to every tab (the caller holds the lock)."""
         message = encode(event, data)

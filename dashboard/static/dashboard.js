@@ -317,8 +317,8 @@ function drawStatus() {
 
 // ------------------------------------------------------------ the stream
 
-// [START event-source]
 function connect() {
+  // [START event-source]
   const source = new EventSource("/events");
   source.addEventListener("snapshot", (message) => {
     const snapshot = JSON.parse(message.data);
@@ -341,6 +341,7 @@ function connect() {
     synced[change.kind] = true;              // changes flow: its list is in
     noteChange(change.kind, key, before, change.object);
   });
+  // [END event-source]
   source.addEventListener("synced", (message) => {
     synced[JSON.parse(message.data).kind] = true;
     dirty.status = true;
@@ -359,7 +360,6 @@ function connect() {
     schedule();
   });
 }
-// [END event-source]
 
 document.getElementById("namespace").addEventListener("change", (changed) => {
   namespace = changed.target.value;
