@@ -171,8 +171,8 @@ certs: venv ## CA, API server certificate, tokens and a kubeconfig per user in .
 clean-node: venv ## remove every container and volume a kubelet made (NODE=name for one node only)
 	$(PY) 01-kubelet/kubelet.py --cleanup $(if $(NODE),--node-name $(NODE),--all-nodes)
 
-dashboard: venv ## a live page of the cluster on http://127.0.0.1:9090, for a browser or the projector (FLAGS="--kubeconfig .certs/admin.kubeconfig", "--apiserver URL", "--port N"; default --apiserver http://127.0.0.1:8080)
-	$(PY) dashboard/dashboard.py $(or $(FLAGS),--apiserver http://127.0.0.1:8080)
+dashboard: venv ## a live page of the cluster on http://127.0.0.1:9090, for a browser or the projector (FLAGS="--address A --port N", "--kubeconfig F" or "--apiserver URL"; the API server defaults to http://127.0.0.1:8080)
+	$(PY) dashboard/dashboard.py $(if $(filter --kubeconfig% --apiserver%,$(FLAGS)),,--apiserver http://127.0.0.1:8080) $(FLAGS)
 
 snippet: venv ## print a snippet region for a blog post: make snippet NAME=sync-loop
 	@$(PY) -m common.tooling.snippets $(NAME)

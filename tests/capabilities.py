@@ -187,6 +187,7 @@ CHAPTER_05 = Chapter("05", "the proxy and DNS", "tests/network", (
     Capability("a controller in the cluster",
                "05-proxy-dns/lesson-4-a-controller-in-the-cluster.md#a-website-made-by-a-pod",
                ("test_controller_pod.py",)),
+    Capability("the dashboard in the cluster", "dashboard/README.md#in-the-cluster", ("test_dashboard_pod.py",)),
 ))
 
 CHAPTERS = {chapter.number: chapter for chapter in (CHAPTER_01, CHAPTER_02, CHAPTER_03, CHAPTER_04, CHAPTER_05)}
