@@ -53,6 +53,20 @@ def browser():
         launched.close()
 
 
+NETWORK_CHANGED = "ERR_NETWORK_CHANGED"
+
+
+def goto(tab, url: str, attempts: int = 3) -> None:
+    """Open url, again if the host's network changed under the browser."""
+    for attempt in range(attempts):
+        try:
+            tab.goto(url)
+            return
+        except Exception as error:
+            if NETWORK_CHANGED not in str(error) or attempt == attempts - 1:
+                raise
+
+
 class Page:
     """A browser tab on the dashboard that records every console error and
     uncaught exception; the test fails at the end if there was any."""
@@ -61,11 +75,18 @@ class Page:
         self.errors: list[str] = []
         self.context = browser.new_context(viewport={"width": 1400, "height": 900})
         self.tab = self.context.new_page()
-        self.tab.on("console", lambda message: message.type == "error" and self.errors.append(message.text))
+        self.tab.on("console", self._console)
         self.tab.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
-        self.tab.goto(url)
+        goto(self.tab, url)
         # A mark that a reload would wipe: the page must change without one.
         self.tab.evaluate("window.loadedOnce = true")
+
+    def _console(self, message) -> None:
+        # Chromium aborts what is in flight when this computer's addresses
+        # change (ERR_NETWORK_CHANGED): other tests make network namespaces
+        # beside us. That is the host, not the page; EventSource reconnects.
+        if message.type == "error" and NETWORK_CHANGED not in message.text:
+            self.errors.append(message.text)
 
     def pod(self, key: str):
         return self.tab.locator(f'[data-pod="{key}"]')
