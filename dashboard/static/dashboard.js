@@ -20,6 +20,10 @@ let troubles = {};
 let synced = {};
 let streamOpen = false;
 let namespace = new URLSearchParams(location.hash.slice(1)).get("ns") || "";
+// The element drawn for each pod and node, by key: found without searching
+// the document, which a 1,000-pod snapshot would do a thousand times.
+const cards = new Map();
+const columns = new Map();
 
 // ------------------------------------------------------------ small helpers
 
@@ -103,10 +107,11 @@ function draw() {
 // ------------------------------------------------------------ node columns
 
 function column(name) {
-  let found = document.querySelector(`[data-node="${CSS.escape(name)}"]`);
+  let found = columns.get(name);
   if (found) return found;
   found = el("section", "column entering");
   found.dataset.node = name;
+  columns.set(name, found);
   const head = el("header", "column-head");
   head.append(el("h2", "node-name", name), el("p", "node-status"), el("p", "node-flags"), el("div", "usage"));
   found.append(head, el("div", "pods"));
@@ -124,7 +129,7 @@ function podsOn(name) {
 function drawNode(name) {
   const node = store.nodes.get(name);
   if (!node && podsOn(name).length === 0) {
-    leave(document.querySelector(`[data-node="${CSS.escape(name)}"]`), "node");
+    leave(columns.get(name), "node");
     return;
   }
   const col = column(name);
@@ -142,7 +147,7 @@ function drawNode(name) {
 
 function drawUsage(name) {
   const node = store.nodes.get(name);
-  const col = document.querySelector(`[data-node="${CSS.escape(name)}"]:not(.leaving)`);
+  const col = columns.get(name);
   if (!col) return;
   const usage = col.querySelector(".usage");
   usage.replaceChildren();
@@ -172,7 +177,7 @@ function drawUsage(name) {
 // ------------------------------------------------------------ pod cards
 
 function podCard(key) {
-  return document.querySelector(`[data-pod="${CSS.escape(key)}"]`);
+  return cards.get(key);
 }
 
 // [START draw-pod]
@@ -191,6 +196,7 @@ function drawPod(key) {
   if (!card) {
     card = el("article", "pod entering");
     card.dataset.pod = key;
+    cards.set(key, card);
     card.append(el("h3", "pod-name"), el("p", "pod-status"), el("p", "pod-meta"), el("p", "pod-waiting"));
     const list = home.querySelector(".pods");
     const after = [...list.querySelectorAll("[data-pod]")].find((c) => c.dataset.pod > key);
@@ -212,6 +218,7 @@ function drawPod(key) {
 // card of that pod) and fades for a moment, so an eye can follow it.
 function leave(element, what) {
   if (!element || element.classList.contains("leaving")) return;
+  (what === "pod" ? cards : columns).delete(element.dataset[what]);
   delete element.dataset[what];
   element.dataset.leaving = what;
   element.classList.add("leaving");
