@@ -22,7 +22,7 @@ WORKERS ?= 4
 CHECKPOINT = $(PYTEST) -n $(WORKERS) --checkpoint -m "not exhaustive" $(if $(V),-v,-q) --capabilities
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean
+.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean dashboard bench-dashboard test-dashboard
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -173,6 +173,15 @@ certs: venv ## CA, API server certificate, tokens and a kubeconfig per user in .
 
 clean-node: venv ## remove every container and volume a kubelet made (NODE=name for one node only)
 	$(PY) 01-kubelet/kubelet.py --cleanup $(if $(NODE),--node-name $(NODE),--all-nodes)
+
+dashboard: venv ## a live page of the cluster on http://127.0.0.1:9090, for a browser or the projector (FLAGS="--address A --port N", "--kubeconfig F" or "--apiserver URL"; the API server defaults to http://127.0.0.1:8080)
+	$(PY) dashboard/dashboard.py $(if $(filter --kubeconfig% --apiserver%,$(FLAGS)),,--apiserver http://127.0.0.1:8080) $(FLAGS)
+
+bench-dashboard: venv ## the dashboard's cost: API requests with 20 tabs open vs none, update delay at 100 pod changes/s, 1,000 pods drawn (chromium; ARGS="--tabs 5 --changes 100": quick)
+	$(PY) dashboard/bench.py $(ARGS)
+
+test-dashboard: venv ## the dashboard's tests, in headless chromium (the page, its stream, its screenshots; UPDATE=1 rewrites the screenshots)
+	$(PYTEST) -n 2 tests/dashboard tests/test_chromium_requirement.py $(if $(UPDATE),--update-screenshots)
 
 snippet: venv ## print a snippet region for a blog post: make snippet NAME=sync-loop
 	@$(PY) -m common.tooling.snippets $(NAME)

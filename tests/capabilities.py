@@ -189,6 +189,7 @@ CHAPTER_05 = Chapter("05", "the proxy and DNS", "tests/network", (
                ("test_controller_pod.py",)),
     Capability("from outside in: Ingress", "05-proxy-dns/lesson-5-from-outside-in.md#the-match", (
         "test_ingress_routing.py", "test_ingress_controller.py")),
+    Capability("the dashboard in the cluster", "dashboard/README.md#in-the-cluster", ("test_dashboard_pod.py",)),
 ))
 
 CHAPTERS = {chapter.number: chapter for chapter in (CHAPTER_01, CHAPTER_02, CHAPTER_03, CHAPTER_04, CHAPTER_05)}

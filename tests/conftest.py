@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # modules import each other by plain name, as when run as scripts.
 for chapter in ("01-kubelet", "02-apiserver", "tests/lessons", "tests/kubelet", "tests/apiserver",
                 "03-scheduler", "tests/scheduler", "04-controllers", "tests/controllers",
-                "05-proxy-dns", "tests/network"):
+                "05-proxy-dns", "tests/network", "dashboard", "tests/dashboard"):
     sys.path.insert(0, str(ROOT / chapter))
 
 
@@ -106,7 +106,9 @@ def etcd(etcd_binary, tmp_path_factory):
 #   node2 of `make machines`), the network tests' machines (namespaces,
 #   iptables, a dockerd each), the set-up script, the kubectl versions
 #   matrix, the demos (port 8080 if free, nodes demo-node1 and demo-node2:
-#   the learner's-program tests in tests/stages/);
+#   the learner's-program tests in tests/stages/), and the dashboard's
+#   browser tests: Chromium aborts its requests (ERR_NETWORK_CHANGED) when
+#   this computer's addresses change, which the namespace machines do;
 # - DOCKER: tests that run kubelets on this computer's Docker engine, each
 #   under a node name of its own (test-<random>), on free ports, removing
 #   only its own node's containers.
@@ -122,7 +124,8 @@ def etcd(etcd_binary, tmp_path_factory):
 # The worker is chosen by file (xdist's scheduler sees test ids, not
 # fixtures), so a test elsewhere that needs Docker is an error naming its file.
 THIS_COMPUTER = ("tests/lessons/", "tests/network/", "tests/test_setup_machine.py",
-                 "tests/apiserver/test_kubectl_versions.py", "tests/stages/test_demos_run_yours.py")
+                 "tests/apiserver/test_kubectl_versions.py", "tests/stages/test_demos_run_yours.py",
+                 "tests/dashboard/")
 DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver/test_pod_log.py",
           "tests/apiserver/test_top.py", "tests/apiserver/test_exec.py", "tests/apiserver/test_ha_kubelets.py",
           "tests/scheduler/test_with_kubelets.py",
@@ -138,7 +141,8 @@ UNSHARED = ("tests/kubelet/test_api_source.py", "tests/kubelet/test_api_volume_p
             "tests/kubelet/test_spdy.py", "tests/kubelet/test_stats_summary.py", "tests/lessons/test_runner.py",
             "tests/network/test_cluster_dns.py", "tests/network/test_proxy_affinity.py",
             "tests/network/test_route_agent.py", "tests/network/test_ingress_routing.py",
-            "tests/network/test_ingress_controller.py")
+            "tests/network/test_ingress_controller.py", "tests/dashboard/test_summaries.py",
+            "tests/dashboard/test_screenshots.py")
 # Files whose tests make "another machine" on a test subnet of their own
 # (tests/netns.py: 10.213.x.0/30, one x per file): two of their tests at
 # once would clash, so a checkpoint run (--checkpoint, below) keeps each
@@ -218,6 +222,9 @@ def pytest_addoption(parser):
                      help="one chapter's run (make test-NN): with -n, spread its tests one by one over the "
                           "workers, Docker's too; only what shares this computer's fixed ports and machines, "
                           "and the files in OWN_SUBNET, stay one at a time")
+    parser.addoption("--update-screenshots", action="store_true",
+                     help="the dashboard's browser tests write the screenshots the READMEs show "
+                          "(dashboard/screenshots/); without it they only check")
 
 
 def pytest_configure(config):

@@ -17,7 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / ".ci" / "setup-machine"
 BASICS = ("sh", "cat", "sed", "tr", "grep", "head", "tail", "date", "mktemp", "rm", "ldd", "touch", "dirname")
-EVERYTHING = ("docker", "dockerd", "iptables", "ip", "openssl", "make", "curl", "etcd", "etcdctl", "haproxy", "python3")
+EVERYTHING = ("docker", "dockerd", "iptables", "ip", "openssl", "make", "curl", "etcd", "etcdctl", "haproxy", "chromium",
+              "python3")
 
 
 def fake(bin_dir: Path, name: str, body: str) -> None:
@@ -74,9 +75,9 @@ def apt_calls(tmp_path: Path) -> list[str]:
 
 @pytest.mark.parametrize("setting, message", [
     (dict(installed=(), static_busybox=False, docker_group=False, socket=False),
-     "missing docker.io busybox-static iptables iproute2 openssl make curl etcd-server etcd-client haproxy python3-venv, "
+     "missing docker.io busybox-static iptables iproute2 openssl make curl etcd-server etcd-client haproxy chromium python3-venv, "
      "the Docker engine is not running, alice may not use Docker; run: sudo apt-get install -y docker.io busybox-static "
-     "iptables iproute2 openssl make curl etcd-server etcd-client haproxy python3-venv && sudo service docker start && sudo usermod -aG docker alice, "
+     "iptables iproute2 openssl make curl etcd-server etcd-client haproxy chromium python3-venv && sudo service docker start && sudo usermod -aG docker alice, "
      "then log out and in again (or run: newgrp docker); then try again"),
     (dict(docker_group=False, docker_answers=False),
      "alice may not use Docker; run: sudo usermod -aG docker alice, then log out and in again (or run: newgrp docker)"),
@@ -86,10 +87,11 @@ def apt_calls(tmp_path: Path) -> list[str]:
     (dict(installed=tuple(c for c in EVERYTHING if c != "dockerd"), docker_answers=False, socket=False),
      "missing docker.io, the Docker engine is not running; run: sudo apt-get install -y docker.io && "
      "sudo service docker start; then try again"),
-    (dict(installed=("docker", "dockerd", "make", "curl", "python3", "openssl", "etcd", "etcdctl", "haproxy")),
+    (dict(installed=("docker", "dockerd", "make", "curl", "python3", "openssl", "etcd", "etcdctl", "haproxy",
+                     "chromium")),
      "missing iptables iproute2; run: sudo apt-get install -y iptables iproute2; then try again"),
     (dict(apt=False, installed=("docker", "dockerd", "make", "curl", "python3"), static_busybox=False),
-     "missing busybox-static iptables iproute2 openssl etcd-server etcd-client haproxy (this set-up installs them on Debian and Ubuntu only)"),
+     "missing busybox-static iptables iproute2 openssl etcd-server etcd-client haproxy chromium (this set-up installs them on Debian and Ubuntu only)"),
 ])
 def test_a_user_gets_one_line_and_no_sudo(tmp_path, setting, message):
     result = run(machine(tmp_path, root=False, **setting), "machine")
@@ -105,7 +107,8 @@ def test_a_ready_machine_says_nothing(tmp_path):
 
 
 def test_root_installs_what_is_missing_in_one_go(tmp_path):
-    result = run(machine(tmp_path, root=True, installed=("docker", "make", "curl", "python3", "haproxy")), "machine")
+    result = run(machine(tmp_path, root=True, installed=("docker", "make", "curl", "python3", "haproxy", "chromium")),
+                 "machine")
     assert result.returncode == 0, result.stderr
     assert apt_calls(tmp_path)[-1] == "-o DPkg::Lock::Timeout=300 install -y -q iptables iproute2 openssl " \
                                       "etcd-server etcd-client"

@@ -54,6 +54,7 @@ same dicts. Copy first (copy.deepcopy) to change one.
 from __future__ import annotations
 
 import random
+import sys
 import threading
 from typing import Callable
 
@@ -101,6 +102,8 @@ class Informer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.lists = 0                                # how many times we listed (1 + one per 410)
+        self._trouble: Exception | None = None        # why the last attempt failed; None: it works
+        self._trouble_handlers: list[Callable[["Informer"], None]] = []
 
     # ------------------------------------------------ what callers use
 
@@ -129,6 +132,18 @@ class Informer:
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self._synced.wait(timeout)
+
+    @property
+    def trouble(self) -> Exception | None:
+        """Why the last list or watch failed (APIConnectionError: cannot reach
+        the server; APIStatusError: it refused, e.g. 403), or None once one
+        works again. Retrying goes on regardless: this only says so."""
+        return self._trouble
+
+    def add_trouble_handler(self, handler: Callable[["Informer"], None]) -> None:
+        """handler(informer) runs when trouble changes: a page or a health
+        check can say "cannot reach the server" without parsing the log."""
+        self._trouble_handlers.append(handler)
 
     @property
     def resource_version(self) -> str | None:
@@ -183,6 +198,7 @@ class Informer:
         with self._watch_lock:
             self._watch = watch
         self.backoff.forget((self, "connect"))         # the server answers again
+        self._set_trouble(None)
         try:
             if stop.is_set():
                 return
@@ -222,6 +238,7 @@ class Informer:
         log.info("listed", obj=self.what, items=len(listed), resource_version=self._resource_version)
         self._synced.set()
         self.backoff.forget((self, "connect"))
+        self._set_trouble(None)
 
     # ------------------------------------------------ one change: cache, then handlers
 
@@ -260,6 +277,16 @@ class Informer:
             log.error("handler failed", obj="/".join(filter(None, key_of(args[-1]))),
                       handler=getattr(handler, "__name__", repr(handler)), error=repr(error))
 
+    def _set_trouble(self, error: Exception | None) -> None:
+        before = self._trouble
+        self._trouble = error
+        if (before is None) != (error is None) or str(before) != str(error):
+            for handler in self._trouble_handlers:
+                try:
+                    handler(self)
+                except Exception as failure:          # a broken watcher of our health must not stop us
+                    log.error("trouble handler failed", obj=self.what, error=repr(failure))
+
     # ------------------------------------------------ resync and stopping
 
     def _resync_every(self, stop: threading.Event) -> None:
@@ -273,7 +300,11 @@ class Informer:
     def _pause(self, stop: threading.Event, trouble: str) -> None:
         """Wait before the next attempt. Two sequences: failing to reach the
         server, and lists that keep being outrun (410 right after a list).
-        Either grows while it repeats and starts small again once things work."""
+        Either grows while it repeats and starts small again once things work.
+        Called from run()'s except clauses: the error being handled is the
+        trouble to report (a 410 is routine, the server answered)."""
+        error = sys.exception()
+        self._set_trouble(None if isinstance(error, Gone) else error)
         stop.wait(self.backoff.next((self, trouble)))
 
     @property

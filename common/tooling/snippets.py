@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MARKER = re.compile(r"^\s*#\s*\[(START|END) ([A-Za-z0-9_.-]+)\]\s*$")
+MARKER = re.compile(r"^\s*(?:#|//)\s*\[(START|END) ([A-Za-z0-9_.-]+)\]\s*$")   # Python and shell, JavaScript
 QUOTE = re.compile(r"^<!--\s*snippet:\s*(\S+?)#([A-Za-z0-9_.-]+)\s*-->\s*$")
-SOURCE_SUFFIXES = {".py", ".sh"}
+SOURCE_SUFFIXES = {".py", ".sh", ".js"}
 MAX_QUOTED_LINES = 40   # a quoted region longer than this is split: a reader takes it in at once
 
 

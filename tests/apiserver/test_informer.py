@@ -447,6 +447,43 @@ def test_an_unreachable_server_is_retried_with_back_off_until_it_appears(tmp_pat
         informer.stop()
 
 
+def test_trouble_says_why_while_the_server_is_away_and_clears_when_it_is_back(tmp_path):
+    """What a page or a health check shows (the dashboard's "reconnecting"):
+    the informer's trouble, told to its trouble handlers as it changes."""
+    port = free_port()
+    client = APIClient(Connection(f"http://127.0.0.1:{port}"), timeout=2, read_retries=0)
+    informer = Informer(client, "v1", "configmaps", "default")
+    told: list[str | None] = []
+    informer.add_trouble_handler(lambda i: told.append(type(i.trouble).__name__ if i.trouble else None))
+    informer.start()
+    try:
+        wait_for(lambda: isinstance(informer.trouble, APIConnectionError), timeout=10, what="trouble reported")
+        assert told[0] == "APIConnectionError"
+        server = APIServer(tmp_path / "data", port=port).start()
+        try:
+            assert informer.wait_for_sync(20)
+            wait_for(lambda: informer.trouble is None, timeout=10, what="the trouble cleared")
+            assert told[-1] is None
+            server.stop()                                  # away again, mid-watch: reported again
+            wait_for(lambda: isinstance(informer.trouble, APIConnectionError), timeout=20, what="trouble again")
+            server.start()
+            wait_for(lambda: informer.trouble is None, timeout=30, what="the watch resumed")
+            assert informer.lists == 1                     # resumed from its version, no list
+        finally:
+            server.stop()
+    finally:
+        informer.stop()
+
+
+def test_a_refused_list_is_trouble_with_the_servers_status(client):
+    informer = Informer(client, "v1", "nosuchkinds", "default").start()
+    try:
+        wait_for(lambda: isinstance(informer.trouble, APIStatusError), timeout=10, what="a refusal")
+        assert informer.trouble.code == 404 and not informer.has_synced()
+    finally:
+        informer.stop()
+
+
 def test_watch_refusals_are_status_errors(client):
     with pytest.raises(APIStatusError) as caught:
         client.watch("v1", "configmaps", "default", resource_version="99999999999", timeout_seconds=1)
