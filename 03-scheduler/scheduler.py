@@ -112,7 +112,7 @@ class Scheduler:
         for informer in (self.pods, self.nodes, self.services):
             informer.stop(timeout=2)
         self.binder.shutdown(wait=True, cancel_futures=False)
-        self.events.stop()
+        self.events.stop(timeout=10)           # a burst's backlog of events; what is left is counted as dropped
         self.stopped.set()
 
     # ------------------------------------------------ one pod
