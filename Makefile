@@ -22,7 +22,7 @@ WORKERS ?= 4
 CHECKPOINT = $(PYTEST) -n $(WORKERS) --checkpoint -m "not exhaustive" $(if $(V),-v,-q) --capabilities
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean dashboard bench-dashboard test-dashboard
+.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean dashboard bench-dashboard test-dashboard bench-02-writes
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -94,6 +94,9 @@ stage-02: venv ## chapter 02, build it yourself: grade your API server stage by 
 
 bench-02: venv ## chapter 02 benchmark: creates, GETs, lists, watch fan-out and memory vs this machine's floors
 	$(PY) 02-apiserver/benchmarks/bench.py
+
+bench-02-writes: venv ## chapter 02 benchmark: CPU per create, binding and status patch vs a bare POST (ARGS="--profile DIR": py-spy's top ten costs)
+	$(PY) 02-apiserver/benchmarks/bench_writes.py $(ARGS)
 
 bench-02-etcd: venv ## chapter 02 benchmark: creates, GETs and a 10,000-pod list on the JSON files and on etcd vs etcd's own put rate; failover time through HAProxy (ARGS=--quick)
 	$(PY) 02-apiserver/benchmarks/bench_etcd.py $(ARGS)

@@ -31,6 +31,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import json_cache
 from common.log import get_logger
 
 log = get_logger("apiserver")
@@ -162,11 +163,10 @@ class EventLog:
             self._file = None
 
 
-def record_line(kind: str, rv: int, resource, namespace: str, obj: dict, old: dict | None) -> bytes:
+def record_line(event) -> bytes:
     """One event as a line of the log. A MODIFIED keeps the object before it
     too: a watch with a selector needs both to see an object move in or out."""
-    record = {"rv": rv, "type": kind, "group": resource.group, "version": resource.version,
-              "plural": resource.plural, "namespace": namespace, "object": obj}
-    if kind == "MODIFIED":
-        record["old"] = old
-    return json.dumps(record, separators=(",", ":")).encode() + b"\n"
+    head = {"rv": event.resource_version, "type": event.type, "group": event.resource.group,
+            "version": event.resource.version, "plural": event.resource.plural, "namespace": event.namespace}
+    old = b',"old":' + json_cache.encode(event.old) if event.type == "MODIFIED" else b""
+    return json_cache.dumps(head)[:-1] + b',"object":' + json_cache.remember(event.obj) + old + b"}\n"

@@ -30,7 +30,6 @@ finishes any write the log has but the files do not.
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -42,6 +41,7 @@ from collections import deque
 from pathlib import Path
 
 import api_errors
+import json_cache
 import registry
 from common.log import get_logger
 from common.model.nesting import checked, too_deep_at
@@ -335,9 +335,7 @@ class FileStore:
         try:
             if commit.obj is not None:
                 commit.temporary = _write_temporary(commit.path, json.dumps(commit.obj, indent=2).encode() + b"\n")
-            event = commit.event
-            commit.log_line = record_line(event.type, event.resource_version, event.resource, event.namespace,
-                                          event.obj, event.old)
+            commit.log_line = record_line(commit.event)     # the object's one compact encoding (json_cache)
             commit.ready = True
             with self._publishing:
                 self._publish_ready()
@@ -422,7 +420,7 @@ class FileStore:
             if current is None:
                 raise api_errors.not_found(resource, name)
             # update_fn runs admission, which may read the store: never under the lock.
-            new = update_fn(copy.deepcopy(current))
+            new = update_fn(json_cache.private_copy(current))
             expected = new["metadata"].get("resourceVersion")
             with self._lock:
                 if self._latest(resource, namespace, name) is not current:
@@ -457,7 +455,7 @@ class FileStore:
                 precondition(current)
             # A DELETED event carries the object as it was, with the
             # resourceVersion of the deletion itself.
-            gone = copy.deepcopy(current)
+            gone = json_cache.private_copy(current)
             rv = self._stamp(gone)
             commit = self._enqueue(resource, namespace, name, None,
                                    Event("DELETED", rv, resource, namespace or "", gone, current))

@@ -13,10 +13,10 @@ pod's QoS class from its resources, as the kubelet does.
 """
 from __future__ import annotations
 
-import copy
 import random
 import uuid
 
+import json_cache
 from common.model.qos import qos_class
 from common.times import rfc3339 as now  # noqa: F401 (objects.now(): what the server stamps)
 
@@ -54,8 +54,7 @@ def initial_status(resource, obj: dict) -> dict:
     if resource.kind == "Node":
         return obj.get("status") if isinstance(obj.get("status"), dict) else {}
     if resource.kind == "Pod":
-        spec = obj.get("spec")
-        return {"phase": "Pending", "qosClass": qos_class(spec if isinstance(spec, dict) else {})}
+        return {"phase": "Pending"}       # and its qosClass once admission is done (finish_create)
     if resource.kind == "Namespace":
         return {"phase": "Active"}
     return {}
@@ -75,14 +74,14 @@ def prepare_for_update(new: dict, old: dict, resource, subresource: str = "") ->
             meta.pop(key, None)
     if subresource == "status":
         # Only the status moves; spec and metadata stay as stored.
-        updated = copy.deepcopy(old)
+        updated = json_cache.private_copy(old)
         updated["status"] = new.get("status", {})
         if meta.get("resourceVersion"):
             updated["metadata"]["resourceVersion"] = meta["resourceVersion"]
         return updated
     if subresource == "finalize":
         # Only spec.finalizers moves: the namespace controller's way to say "emptied".
-        updated = copy.deepcopy(old)
+        updated = json_cache.private_copy(old)
         spec = new.get("spec") if isinstance(new.get("spec"), dict) else {}
         updated.setdefault("spec", {})["finalizers"] = spec.get("finalizers") or []
         if meta.get("resourceVersion"):

@@ -54,7 +54,7 @@ def keep_aggregated(store) -> None:
         seen = store.resource_version
         while True:
             try:
-                for event in store.watch_cache.events_after(seen, time.monotonic() + 3600):
+                for event in store.watch_cache.events_after(seen, time.monotonic() + 3600, resource=CLUSTER_ROLES):
                     if event is None:
                         continue
                     seen = event.resource_version

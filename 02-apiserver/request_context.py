@@ -13,11 +13,10 @@ returns app.py's `APIServer`: its `store`, its `watches` limit,
 """
 from __future__ import annotations
 
-import json
-
 from flask import Response, current_app, request
 
 import api_errors
+import json_cache
 from common.model.selectors import SelectorError, parse_selector
 
 
@@ -27,7 +26,7 @@ def server():
 
 
 def respond(obj, code: int = 200, warnings: list[str] = ()) -> Response:
-    response = Response(json.dumps(obj, separators=(",", ":")), code, mimetype="application/json")
+    response = Response(json_cache.encode(obj), code, mimetype="application/json")
     for text in warnings:
         response.headers.add("Warning", warning_header(text))
     return response

@@ -105,7 +105,7 @@ def stream(server, info, labels, fields, table=None) -> Response:
                         yield encode("ADDED", obj)
             deadline = time.monotonic() + timeout
             last_sent = time.monotonic()
-            for event in store.watch_cache.events_after(since, deadline):
+            for event in store.watch_cache.events_after(since, deadline, resource=resource):
                 if event is None:                # idle: a chance to bookmark, or to notice the client left
                     if _client_gone(sock):
                         return

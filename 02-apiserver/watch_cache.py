@@ -2,11 +2,10 @@
 
 Every write the store acknowledges becomes one Event here, numbered by its
 resourceVersion. A watcher is a cursor into this history: it remembers the
-position of the last event it sent, and waits on one condition variable when
-it has caught up. A write therefore costs the same with one watcher or a
-thousand: append to the history, wake whoever waits. Each watcher filters
-(by kind, namespace, selectors) on its own thread, and the JSON of an event is
-encoded once, by the first watcher that needs it.
+position of the last event it sent, and waits on a condition variable (its
+kind's) when it has caught up. A write costs the same with one watcher or a
+thousand: append, wake whoever waits for that kind. Each watcher filters on
+its own thread; the JSON of an event is encoded once, for all of them.
 
 The history is bounded (a ring of `capacity` events). A watcher that asks to
 start from a resourceVersion older than the oldest kept event would miss
@@ -19,11 +18,12 @@ here before serving anything, so a watch from before a restart resumes.
 """
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
+
+import json_cache
 
 
 @dataclass
@@ -37,17 +37,14 @@ class Event:
     _encoded: bytes | None = field(default=None, repr=False)
 
     def encoded(self) -> bytes:
-        """`{"type": ..., "object": ...}` and a newline, as a watch sends it.
-
-        Encoded once and shared by every watcher that sends this event as is
-        (a benign race: two threads may both encode, with the same result)."""
-        if self._encoded is None:
+        """`{"type": ..., "object": ...}` and a newline, as a watch sends it: once, for every watcher."""
+        if self._encoded is None:             # (a benign race: two threads may both encode, alike)
             self._encoded = encode_event(self.type, self.obj)
         return self._encoded
 
 
 def encode_event(kind: str, obj: dict) -> bytes:
-    return json.dumps({"type": kind, "object": obj}, separators=(",", ":")).encode() + b"\n"
+    return b'{"type":' + json_cache.dumps(kind) + b',"object":' + json_cache.encode(obj) + b"}\n"
 
 
 class Expired(Exception):
@@ -61,7 +58,8 @@ class WatchCache:
         self._capacity = capacity
         self._next = 0                    # sequence number of the next event
         self._horizon_rv = start_rv       # events after this rv are all kept
-        self._changed = threading.Condition()
+        self._changed = threading.Condition()   # wakes every watcher ...
+        self._changed_for: dict = {}      # ... and a kind's Condition (same lock) only its own watchers
         self._expired = False             # the store lost events after these: every watcher must list again
 
     def append(self, event: Event) -> None:
@@ -73,6 +71,8 @@ class WatchCache:
             self._ring[self._next % self._capacity] = event
             self._next += 1
             self._changed.notify_all()
+            if event.resource in self._changed_for:    # a pod's write wakes no one who waits for Nodes
+                self._changed_for[event.resource].notify_all()
 
     def _position_after(self, rv: int) -> int:
         """The sequence number of the first kept event newer than `rv`."""
@@ -89,20 +89,22 @@ class WatchCache:
     # [END watch-history]
 
     # [START watch-events-after]
-    def events_after(self, rv: int, deadline: float, wakeup: float = 1.0) -> Iterator[Event | None]:
+    def events_after(self, rv: int, deadline: float, wakeup: float = 1.0, resource=None) -> Iterator[Event | None]:
         """Yield every event newer than `rv` as it happens, until `deadline`.
 
-        Yields None at least every `wakeup` seconds while idle, so the caller
-        can send a bookmark or notice that its client went away."""
+        Yields None at least every `wakeup` seconds while idle (for a bookmark, or
+        to notice that the client went away). Given a `resource`, only its writes wake it."""
         with self._changed:
             position = self._position_after(rv)
+            changed = self._changed if resource is None else self._changed_for.setdefault(
+                resource, threading.Condition(self._changed._lock))
         while time.monotonic() < deadline:    # also for a watcher that never catches up
             with self._changed:
                 if position == self._next:
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return
-                    self._changed.wait(min(remaining, wakeup))
+                    changed.wait(min(remaining, wakeup))
                 # Checked after the wait too: a burst meanwhile may have
                 # overwritten events this watcher has not been sent.
                 if position < self._next - self._capacity:
@@ -125,4 +127,5 @@ class WatchCache:
         compacted events this history never got)."""
         with self._changed:
             self._expired = True
-            self._changed.notify_all()
+            for changed in (self._changed, *self._changed_for.values()):
+                changed.notify_all()

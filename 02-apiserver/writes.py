@@ -14,7 +14,6 @@ Service's cluster IP and node ports (chapter 05).
 from __future__ import annotations
 
 import contextlib
-import copy
 
 import json_merge_patch
 from flask import g, request
@@ -23,6 +22,7 @@ import admission
 import api_errors
 import body_limits
 import decode
+import json_cache
 import objects
 import rbac_escalation
 import service_accounts
@@ -183,7 +183,7 @@ def update_object(info, change, subresource: str = "") -> dict:
     reservations = contextlib.ExitStack()     # a Service's new node ports, held until stored
 
     def update_fn(current: dict) -> dict:
-        old = copy.deepcopy(current)
+        old = json_cache.private_copy(current)
         changed = change(current)
         # A stale resourceVersion is a 409 before anything else (as in
         # Kubernetes' store): validating the client's old copy against the new
@@ -220,7 +220,7 @@ def merge_patch(media_type: str, live: dict | None, body: bytes, *_schema_and_ma
     patch = decode.parse_body(body, "application/json")
     if not isinstance(patch, dict):
         raise api_errors.bad_request("merge patch must be a JSON object")
-    return body_limits.check_depth(json_merge_patch.merge(copy.deepcopy(live or {}), patch), "the patched object")
+    return body_limits.check_depth(json_merge_patch.merge(json_cache.private_copy(live or {}), patch), "the patched object")
 
 
 class _DryRunResult(Exception):

@@ -112,7 +112,7 @@ class Scheduler:
         for informer in (self.pods, self.nodes, self.services):
             informer.stop(timeout=2)
         self.binder.shutdown(wait=True, cancel_futures=False)
-        self.events.stop()
+        self.events.stop(timeout=10)           # a burst's backlog of events; what is left is counted as dropped
         self.stopped.set()
 
     # ------------------------------------------------ one pod
@@ -305,9 +305,11 @@ def main(argv: list[str] | None = None) -> int:
         log.error("cannot elect a leader", error=str(error))
         return 2
     client = APIClient(connection, user_agent=f"scheduler/{args.scheduler_name}")
-    # One Scheduled event per pod: a burst of thousands of pods outruns the
-    # writer thread for a while, so the queue holds that many.
-    events = EventRecorder(client, args.scheduler_name, log=log, queue_size=10_000).start()
+    # One Scheduled event per pod: a burst of thousands of pods outruns one
+    # writer thread, so four write at once (the API server commits their
+    # writes together) and the queue holds that many; a drop is counted and
+    # logged, and the stop line says how many.
+    events = EventRecorder(client, args.scheduler_name, log=log, queue_size=10_000, writers=4).start()
     console = None
     if args.explain:
         from rich.console import Console

@@ -3,7 +3,8 @@
     /metrics            how the kubelet itself is doing:
                         kubelet_sync_loops_total, kubelet_sync_loop_duration_seconds (ours),
                         kubelet_pod_start_duration_seconds, kubelet_running_pods,
-                        kubelet_running_containers{container_state}, kubelet_desired_pods
+                        kubelet_running_containers{container_state}, kubelet_desired_pods,
+                        kubelet_events_total{result} (ours: written, filtered, dropped)
     /metrics/resource   what the pods use: container_cpu_usage_seconds_total,
                         container_memory_working_set_bytes, pod_..., node_... (from /stats/summary)
 
@@ -66,6 +67,13 @@ class PodCounts:
         syncs = CounterMetricFamily("kubelet_sync_loops", "Number of completed syncs of the kubelet's loop (ours).")
         syncs.add_metric([], self.kubelet.syncs)
         yield syncs
+        # What became of the events it recorded: no event is lost without a count here.
+        events = CounterMetricFamily("kubelet_events", "Events the kubelet recorded, by what became of them: "
+                                     "written to the API server, filtered (over the rate of events about one "
+                                     "object) or dropped (queue full, API server away) (ours).", labels=["result"])
+        for result in ("written", "filtered", "dropped"):
+            events.add_metric([result], getattr(self.kubelet.events, result))
+        yield events
         pods = self.kubelet.pods_and_containers()
         running = GaugeMetricFamily("kubelet_running_pods", "Number of pods that have a running pod sandbox")
         running.add_metric([], sum(1 for _, containers in pods

@@ -41,8 +41,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent   # the chapter folder, where apiserver.py lives
 sys.path.insert(0, str(HERE))   # the chapter's modules (http_server), when run as a script
 
-from common.tooling.bench_tools import (call, machine, percentile, pod, pods_path, populate, print_rows, start,  # noqa: E402
-                                start_apiserver)
+from common.tooling.bench_tools import (call, cpu_seconds, machine, percentile, pod, pods_path, populate,  # noqa: E402
+                                        print_rows, start, start_apiserver)
 from common.tooling.ports import free_port  # noqa: E402
 from common.tooling.processes import stop_within  # noqa: E402
 
@@ -65,10 +65,18 @@ def serve_bare(port: int) -> None:
     from http_server import APIHTTPServer
     app = Flask("bare")
     stored = pod("bare", "default")
+    posts, lock = [0], threading.Lock()
 
     @app.post("/bare")
     def bare_post():
+        with lock:
+            posts[0] += 1
         return Response(json.dumps(request.get_json(), separators=(",", ":")), 201, mimetype="application/json")
+
+    @app.get("/bare/posts")
+    def bare_posts():
+        """How many POSTs it has answered: CPU per request = CPU used / POSTs."""
+        return Response(str(posts[0]), 200, mimetype="text/plain")
 
     @app.get("/bare")
     def bare_get():
@@ -327,6 +335,25 @@ def wait_watches_closed(pid: int, threads_before: int) -> None:
         time.sleep(0.2)
 
 
+# ----- the server's CPU per request -----
+
+def served(port: int, bare: bool) -> int:
+    """Requests done so far: the bare server's POST count, or the API
+    server's resourceVersion (one per create, nothing else writes meanwhile)."""
+    if bare:
+        return int(call(port, "GET", "/bare/posts")[1])
+    return int(json.loads(call(port, "GET", pods_path("bench") + "?limit=1")[1])["metadata"]["resourceVersion"])
+
+
+def rate_and_cpu(rate, pid: int, bare: bool, port: int, *args) -> tuple[float, float]:
+    """A throughput figure, and the server process's CPU ms per request
+    during it (its warm-up included in both counts): the cost that does not
+    move with the load on the machine the way a rate does."""
+    cpu, done = cpu_seconds(pid), served(port, bare)
+    figure = rate(port, *args)
+    return figure, (cpu_seconds(pid) - cpu) * 1000 / max(1, served(port, bare) - done)
+
+
 # ----- the run -----
 
 def run(quick: bool, workdir: Path) -> tuple[list[tuple], bool]:
@@ -342,7 +369,10 @@ def run(quick: bool, workdir: Path) -> tuple[list[tuple], bool]:
     port = free_port()
     bare = start([str(Path(__file__).resolve()), "--serve-bare", str(port)], port, workdir / "bare.log", "/bare")
     try:
-        bare_post = {c: rate(port, "/bare", c, seconds, "bare", "default", workdir) for c in (1, 8)}
+        bare_post, bare_cpu = {}, {}
+        for c in (1, 8):
+            bare_post[c], bare_cpu[c] = rate_and_cpu(rate, bare.pid, True, port, "/bare", c, seconds, "bare",
+                                                     "default", workdir)
         bare_get = {c: rate(port, "/bare", c, seconds, None, "default", workdir) for c in (1, 8)}
         conn = http.client.HTTPConnection("127.0.0.1", port)
         conn.request("GET", "/bare")
@@ -356,16 +386,22 @@ def run(quick: bool, workdir: Path) -> tuple[list[tuple], bool]:
     try:
         call(port, "POST", "/api/v1/namespaces", {"metadata": {"name": "bench"}})
         call(port, "POST", pods_path("bench"), pod("get-me", "bench"))
-        creates = {c: rate(port, pods_path("bench"), c, seconds, f"c{c}", "bench", workdir) for c in (1, 8)}
+        creates, create_cpu = {}, {}
+        for c in (1, 8):
+            creates[c], create_cpu[c] = rate_and_cpu(rate, server.pid, False, port, pods_path("bench"), c, seconds,
+                                                     f"c{c}", "bench", workdir)
         gets = {c: rate(port, pods_path("bench") + "/get-me", c, seconds, None, "bench", workdir) for c in (1, 8)}
         paced = asyncio.run(paced_creates(port, "bench", 100, paced_seconds))
     finally:
         stop(server)
     for c in (1, 8):
         disk = fsync_rate if c == 1 else fsync_rate_8
-        rows.append((f"durable creates/s, {c} client{'s' if c > 1 else ''}", f"{creates[c]:.0f}",
-                     f"bare POST {bare_post[c]:.0f}; fsync'd writes ({c} writer{'s' if c > 1 else ''}) {disk:.0f}",
-                     f"{creates[c] / bare_post[c]:.2f} of POST; {creates[c] / disk:.2f} of fsync",
+        rows.append((f"durable creates/s, {c} client{'s' if c > 1 else ''} (server CPU per create)",
+                     f"{creates[c]:.0f} ({create_cpu[c]:.2f} ms)",
+                     f"bare POST {bare_post[c]:.0f} ({bare_cpu[c]:.2f} ms); fsync'd writes "
+                     f"({c} writer{'s' if c > 1 else ''}) {disk:.0f}",
+                     f"{creates[c] / bare_post[c]:.2f} of POST; {creates[c] / disk:.2f} of fsync; "
+                     f"CPU {create_cpu[c] / bare_cpu[c]:.1f}x",
                      "≥ 0.60 of bare POST" if c == 8 else "", creates[c] / bare_post[c] >= 0.6 if c == 8 else None))
     for c in (1, 8):
         rows.append((f"GETs/s (one pod), {c} client{'s' if c > 1 else ''}", f"{gets[c]:.0f}", f"bare GET {bare_get[c]:.0f}",

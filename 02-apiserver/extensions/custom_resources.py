@@ -302,7 +302,7 @@ class DefinitionController:
     def _follow(self, rv: int) -> None:
         while True:
             try:
-                for event in self.store.watch_cache.events_after(rv, time.monotonic() + 60, wakeup=1.0):
+                for event in self.store.watch_cache.events_after(rv, time.monotonic() + 60, wakeup=1.0, resource=CRDS):
                     if event is not None:
                         rv = event.resource_version
                         if event.resource is CRDS:

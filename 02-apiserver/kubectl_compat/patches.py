@@ -18,7 +18,6 @@ and stores the result like any other update.
 """
 from __future__ import annotations
 
-import copy
 import json
 import re
 
@@ -29,6 +28,7 @@ import yaml
 import api_errors
 import body_limits
 import decode
+import json_cache
 from common.model.manifests import GuardedLoader, Refused
 from . import schemas
 from . import server_side_apply
@@ -75,7 +75,7 @@ def apply_patch(content_type: str, live: dict | None, body: bytes, group: str, v
         result = _json_patch(live, patch)
     elif media_type == MERGE_PATCH:
         _expect_object(patch, "merge patch must be a JSON object")
-        result = json_merge_patch.merge(copy.deepcopy(live), patch)  # it merges in place
+        result = json_merge_patch.merge(json_cache.private_copy(live), patch)  # it merges in place
     else:
         _expect_object(patch, "strategic merge patch must be a JSON object")
         result = strategic_merge.strategic_merge(live, patch,
@@ -129,7 +129,7 @@ def _check_apply_types(applied: dict, group: str, version: str, kind: str) -> No
 
 def _json_patch(live: dict, operations: list) -> dict:
     """RFC 6902, one operation at a time so an error can name the one that failed."""
-    document = copy.deepcopy(live)  # one copy; the operations then change it in place
+    document = json_cache.private_copy(live)  # one copy; the operations then change it in place
     for index, op in enumerate(operations):
         if not isinstance(op, dict) or not isinstance(op.get("op"), str) or "path" not in op:
             raise api_errors.bad_request(

@@ -12,10 +12,15 @@ Each is a core/v1 Event in the object's namespace, pointing at the object
     events = EventRecorder(client, "kubelet", host="node1")
     events.event(pod, "Normal", "Started", "Started container app", field_path="spec.containers{app}")
 
-Recording never blocks and never fails: what to write goes onto a queue
-that one background thread writes; if the API server is away, or the queue
-is full, it is dropped. As in Kubernetes, events are best effort: they are
-for people, and no component may depend on them.
+Recording never blocks and never fails: what to write goes onto a bounded
+queue that background writer threads empty (one by default; `writers=4`
+for a component that records an event per pod in a burst, the scheduler:
+each Event always goes to the same writer, so its create comes before its
+count's PATCHes). If the API server is away, or the queue is full, the
+write is dropped: counted in `dropped` (a component's /metrics shows it)
+and logged as a warning, the first time and every hundredth time after.
+As in Kubernetes, events are best effort: they are for people, and no
+component may depend on them; but no event is lost without a count.
 
 A component in trouble can say the same thing forever (a crash loop, a pod
 that never fits), so before anything is queued the EventCorrelator, after
@@ -256,7 +261,7 @@ class EventRecorder:
 
     def __init__(self, client: APIClient | None, component: str, host: str | None = None, *,
                  log=None, queue_size: int = 1000, remembered: int = REMEMBERED,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, writers: int = 1):
         self.client = client
         self.component = component
         self.host = host
@@ -266,22 +271,39 @@ class EventRecorder:
         self.filtered = 0         # not sent, on purpose: over the spam filter's rate
         self.correlator = EventCorrelator(component, host, clock=clock, remembered=remembered)
         self._lock = threading.Lock()      # event() is called from many threads
-        self._queue: queue.Queue[EventWrite | None] = queue.Queue(maxsize=queue_size)
-        self._thread: threading.Thread | None = None
+        # One queue per writer thread, the bound shared out among them.
+        self._queues: list[queue.Queue[EventWrite | None]] = [
+            queue.Queue(maxsize=max(1, queue_size // max(1, writers))) for _ in range(max(1, writers))]
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def _thread(self) -> threading.Thread | None:
+        return self._threads[0] if self._threads else None
 
     def start(self) -> "EventRecorder":
-        if self.client is not None and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"{self.component}-events", daemon=True)
-            self._thread.start()
+        if self.client is not None and not self._threads:
+            self._threads = [threading.Thread(target=self._run, args=(q,), name=f"{self.component}-events-{i}",
+                                              daemon=True) for i, q in enumerate(self._queues)]
+            for thread in self._threads:
+                thread.start()
         return self
+
+    def queued(self) -> int:
+        """Events waiting for a writer."""
+        return sum(q.qsize() for q in self._queues)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Write what is queued, for up to timeout seconds; the rest is dropped (and counted)."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join(timeout=timeout)
-            self._thread = None
-            self.dropped += max(self._queue.qsize() - 1, 0)   # the None is not an event
+        if self._threads:
+            deadline = time.monotonic() + timeout
+            for q in self._queues:
+                q.put(None)
+            for thread in self._threads:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            self._threads = []
+            left = sum(max(q.qsize() - 1, 0) for q in self._queues)   # the None is not an event
+            if left:
+                self._count_dropped(left, "the recorder stopped before writing them")
 
     def event(self, obj: dict, type: str, reason: str, message: str, field_path: str | None = None) -> None:
         """Record one event about obj; returns at once."""
@@ -299,38 +321,46 @@ class EventRecorder:
                 self.log.info("event not written: over the limit of events about one object", obj=_name(record),
                               reason=reason, filtered=self.filtered)
             return
+        # Always the same writer for one Event: its create before its PATCHes.
         try:
-            self._queue.put_nowait(write)
+            self._queues[hash(write.event["metadata"]["name"]) % len(self._queues)].put_nowait(write)
         except queue.Full:
-            self.dropped += 1
+            self._count_dropped(1, "the queue is full")
+
+    def _count_dropped(self, count: int, why: str) -> None:
+        """Count what is lost, and say so in the log: the first time, then every hundredth."""
+        with self._lock:
+            before, self.dropped = self.dropped, self.dropped + count
+        if self.log and (before == 0 or before // 100 != self.dropped // 100):
+            self.log.warning("events dropped", reason=why, dropped=self.dropped)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every event recorded so far is written (or dropped)."""
         deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+        while any(q.unfinished_tasks for q in self._queues) and time.monotonic() < deadline:
             time.sleep(0.01)
-        return not self._queue.unfinished_tasks
+        return not any(q.unfinished_tasks for q in self._queues)
 
     # --- the writer thread ----------------------------------------------------
 
-    def _run(self) -> None:
+    def _run(self, writes: queue.Queue) -> None:
         while True:
-            write = self._queue.get()
+            write = writes.get()
             try:
                 if write is None:
                     return
                 self._write(write)
             except (APIConnectionError, APIStatusError) as error:
-                self.dropped += 1
                 if self.log:
                     self.log.debug("event dropped", obj=_name(write.event), reason=write.event["reason"],
                                    error=str(error))
+                self._count_dropped(1, f"the API server refused or was away: {error}")
             except Exception as error:   # never let the writer die: events must not stop a component
-                self.dropped += 1
                 if self.log:
                     self.log.error("event writer failed", error=f"{type(error).__name__}: {error}")
+                self._count_dropped(1, "the writer failed")
             finally:
-                self._queue.task_done()
+                writes.task_done()
 
     # [START event-write]
     def _write(self, write: EventWrite) -> None:
@@ -342,7 +372,7 @@ class EventRecorder:
                 self.client.patch("v1", "events", namespace, name,
                                   {"count": event["count"], "lastTimestamp": event["lastTimestamp"],
                                    "message": event["message"]}, strategy="merge")
-                self.written += 1
+                self._count_written()
                 return
             except NotFound:
                 # Events expire (an hour, in Kubernetes), and a create may
@@ -350,8 +380,12 @@ class EventRecorder:
                 # whole, with its count so far.
                 pass
         self.client.create("v1", "events", event, namespace=namespace)
-        self.written += 1
+        self._count_written()
     # [END event-write]
+
+    def _count_written(self) -> None:
+        with self._lock:          # several writer threads
+            self.written += 1
 
 
 def _name(about: Record | dict) -> str:

@@ -60,7 +60,13 @@ def parse_quantity(value) -> Quantity:
     """Parse "100m", "1.5Gi", "2e3", 2 or 0.5 into an exact Quantity."""
     if isinstance(value, Quantity):
         return value
-    text = _as_text(value)
+    return _parse_text(_as_text(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(text: str) -> Quantity:
+    """Parsed once per text: a Quantity is immutable, and a cluster's pods
+    repeat the same few amounts ("100m", "64Mi") in every request and check."""
     if not text:
         raise QuantityError("quantity is empty: write a number with an optional "
                             "suffix, e.g. 500m, 2 or 128Mi")

@@ -130,3 +130,56 @@ def test_without_a_client_recording_is_a_no_op():
     recorder = EventRecorder(None, "kubelet").start()
     recorder.event({"kind": "Pod", "name": "x"}, "Normal", "Pulled", "whatever")
     assert recorder.flush() and recorder.written == 0
+
+
+def test_four_writers_write_a_burst_of_events_each_created_before_its_count(client, namespace):
+    # The scheduler's burst: one Scheduled event per pod, several writers
+    # at once; and repeats of one event, whose PATCHes must follow their
+    # create (the same writer takes every write of one Event).
+    recorder = EventRecorder(client, "default-scheduler", queue_size=1000, writers=4).start()
+    try:
+        for number in range(120):
+            ref = {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": f"burst-{number}",
+                   "uid": f"u-burst-{number}"}
+            recorder.event(ref, "Normal", "Scheduled", f"Successfully assigned {namespace}/burst-{number} to n1")
+        repeated = {"kind": "Pod", "apiVersion": "v1", "namespace": namespace, "name": "burst-again", "uid": "u-ba"}
+        for _ in range(6):
+            recorder.event(repeated, "Warning", "BackOff", "Back-off restarting failed container app")
+        assert recorder.flush(timeout=30)
+    finally:
+        recorder.stop()
+    listed = client.list("v1", "events", namespace)["items"]
+    scheduled = [e for e in listed if e["reason"] == "Scheduled" and e["involvedObject"]["name"].startswith("burst-")]
+    assert len(scheduled) == 120
+    [backoff] = [e for e in listed if e["involvedObject"]["name"] == "burst-again"]
+    assert backoff["count"] == 6
+    assert (recorder.written, recorder.dropped, recorder.queued()) == (126, 0, 0)
+
+
+class Log:
+    def __init__(self):
+        self.warnings = []
+
+    def warning(self, event, **fields):
+        self.warnings.append((event, fields))
+
+    def debug(self, event, **fields):
+        pass
+
+    error = info = debug
+
+
+def test_what_a_full_queue_drops_is_counted_and_said():
+    stuck = StuckAPIServer()
+    log = Log()
+    recorder = EventRecorder(stuck, "default-scheduler", queue_size=2, writers=2, log=log).start()
+    for number in range(150):
+        ref = {"kind": "Pod", "apiVersion": "v1", "namespace": "default", "name": f"d{number}", "uid": f"d{number}"}
+        recorder.event(ref, "Normal", "Scheduled", f"Successfully assigned default/d{number} to n1")
+    assert recorder.dropped >= 146         # a queue of one per writer, one in each writer's hands
+    # Said in the log at the first drop and at each hundredth, not once per event.
+    assert [fields["dropped"] for _, fields in log.warnings] == [1, 100]
+    assert log.warnings[0][1]["reason"] == "the queue is full"
+    stuck.release.set()
+    recorder.stop(timeout=15)
+    assert recorder.written == 0 and recorder.dropped == 150

@@ -104,6 +104,10 @@ def test_the_kubelets_prometheus_figures_parse(cluster_api, node):
         assert value["kubelet_sync_loops"][()] >= 2        # the parser drops a counter's _total
         assert value["kubelet_running_pods"][()] == 1
         assert value["kubelet_running_containers"][(("container_state", "running"),)] == 1
+        # What became of its events (Pulled, Created, Started...): written, none lost.
+        assert value["kubelet_events"][(("result", "written"),)] >= 1
+        assert value["kubelet_events"][(("result", "dropped"),)] == 0
+        assert (("result", "filtered"),) in value["kubelet_events"]
         assert families["kubelet_pod_start_duration_seconds"].type == "histogram"
         assert any(s.name.endswith("_count") and s.value >= 1 for s in families["kubelet_pod_start_duration_seconds"].samples)
         assert any(s.name.endswith("_count") and s.value >= 2
