@@ -73,7 +73,7 @@ def path_matches(route: Route, path: str) -> bool:
     # "/foo" matches "/foo" and "/foo/bar", not "/foobar"; a trailing slash
     # is ignored ("/foo/" is "/foo"), and "/" matches every path. (An
     # Ingress's "ImplementationSpecific" arrives here as "Prefix": the
-    # table reads it so, as ingress-nginx does.) Lesson: "The match" in
+    # table reads it so: each controller defines its own.) Lesson: "The match" in
     # lesson-5-from-outside-in.md.
     raise NotImplementedError("path_matches() is yours to write: see TODO(stage 1)")
 
