@@ -22,7 +22,7 @@ WORKERS ?= 4
 CHECKPOINT = $(PYTEST) -n $(WORKERS) --checkpoint -m "not exhaustive" $(if $(V),-v,-q) --capabilities
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean dashboard bench-dashboard test-dashboard bench-02-writes
+.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean dashboard bench-dashboard test-dashboard bench-02-writes stage-05-ingress
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -142,6 +142,9 @@ lesson-05: venv images ## run chapter 05's parts as a lesson, on machines it mak
 
 stage-05: venv ## chapter 05, build it yourself: grade your cluster DNS stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
 	@$(PY) tests/stages/run.py 05 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
+
+stage-05-ingress: venv ## chapter 05, build it yourself: grade your ingress routing rules stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 05-ingress $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
 bench-05: venv images ## (root) chapter 05 benchmark: pod-to-pod throughput and latency vs node-to-node, time for a joining node's routes
 	$(PY) 05-proxy-dns/benchmarks/bench_network.py $(ARGS)

@@ -112,7 +112,8 @@ def byte_count(text: str) -> int:
     return int(parse_quantity(text).amount)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, match=None) -> int:
+    """match: the routing rules, if not ingress/match.py's (Build it yourself's starter passes its own)."""
     parser = argparse.ArgumentParser(prog="ingress_controller.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=80, help="the HTTP port (default %(default)s)")
     parser.add_argument("--https-port", type=int, default=443,
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     if not controller.start(stop):
         return 0
     options = dict(max_body_size=max_body, upstream_timeout=args.upstream_timeout,
-                   client_timeout=args.client_timeout, log=log)
+                   client_timeout=args.client_timeout, log=log, **({"match": match} if match else {}))
     servers = [IngressServer((args.bind_address, args.port), controller.current_table, **options)]
     if args.https_port:
         servers.append(IngressServer((args.bind_address, args.https_port), controller.current_table,

@@ -116,6 +116,9 @@ def paths_of(node: ast.expr, path: Path, names: dict[str, list[ast.expr]], depth
             return [path]
         if node.id in names:
             return [p for value in names[node.id] for p in again(value)]
+    elif isinstance(node, ast.Attribute) and node.attr == "__file__" and isinstance(node.value, ast.Name) \
+            and node.value.id == "common":
+        return [ROOT / "common" / "__init__.py"]     # common/ is at the root, wherever the file is kept
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Path", "str") \
             and len(node.args) == 1:
         return again(node.args[0])

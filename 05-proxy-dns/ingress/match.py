@@ -52,13 +52,16 @@ def path_matches(route: Route, path: str) -> bool:
     return elements[:len(prefix)] == prefix
 
 
+def most_specific(candidates: list[Route]) -> Route:
+    """Of the routes that match, the longest path; of equal length, Exact before Prefix."""
+    return max(candidates, key=lambda r: (len(r.path.rstrip("/") or "/"), r.path_type == "Exact"))
+
+
 def match(table: RoutingTable, host_header: str, path: str) -> Backend | None:
     """The backend for a request, or None: no rule and no default backend (404)."""
     path = path.split("?", 1)[0] or "/"
     candidates = [r for r in routes_for_host(table, hostname(host_header)) if path_matches(r, path)]
     if not candidates:
         return table.default_backend
-    # Longest path first; of equal length, Exact before Prefix.
-    best = max(candidates, key=lambda r: (len(r.path.rstrip("/") or "/"), r.path_type == "Exact"))
-    return best.backend
+    return most_specific(candidates).backend
 # [END path-match]

@@ -22,6 +22,9 @@ CHAPTERS = {
     "04": ("Chapter 04: a ReplicaSet controller", "controller_stages",
            "04-controllers/build-it-yourself/replicaset_controller.py"),
     "05": ("Chapter 05: cluster DNS", "dns_stages", "05-proxy-dns/build-it-yourself/cluster_dns.py"),
+    # Chapter 05's second program (make stage-05-ingress), as bench-05-ingress is its second bench.
+    "05-ingress": ("Chapter 05: the ingress routing rules", "ingress_stages",
+                   "05-proxy-dns/build-it-yourself/ingress_match.py"),
 }
 
 

@@ -1,5 +1,6 @@
-"""`make stage-NN` as a learner runs it: tests/stages/run.py, its exit
-code and what it prints (chapter 02's stages, which take a second)."""
+"""`make stage-NN` (and `make stage-05-ingress`) as a learner runs it:
+tests/stages/run.py, its exit code and what it prints (chapter 02's
+stages, which take a second)."""
 from __future__ import annotations
 
 import subprocess
@@ -36,3 +37,23 @@ def test_a_stage_that_does_not_exist_is_an_error():
     run = grade("03", "--stage", "12")
     assert run.returncode != 0
     assert "there is no stage 12: the stages are 1 to 9" in run.stdout + run.stderr
+
+
+def test_chapter_05s_second_program_has_its_own_stages():
+    """make stage-05-ingress: the ingress match's three stages, not the DNS's five."""
+    run = grade("05-ingress", "--stage", "4")
+    assert run.returncode != 0
+    assert "there is no stage 4: the stages are 1 to 3" in run.stdout + run.stderr
+
+
+def test_chapter_05s_readme_counts_the_ingress_stages():
+    """tests/test_lesson_parts.py holds a chapter's first program to the
+    count its README states; the second program's part is checked here."""
+    import ingress_stages
+    readme = (ROOT / "05-proxy-dns" / "README.md").read_text()
+    part = " ".join(readme.split("\n### The ingress routing rules\n", 1)[1].split("\n## ", 1)[0].split())
+    words = "zero one two three four five six seven eight nine ten".split()
+    count = words[len(ingress_stages.STAGES)]
+    assert f"{count.capitalize()} stages grade the match" in part
+    assert f"The {count} take about" in part
+    assert f"make stage-05-ingress STAGE={len(ingress_stages.STAGES) - 1}" in part

@@ -1,0 +1,1 @@
+../../../05-proxy-dns/ingress/match.py
