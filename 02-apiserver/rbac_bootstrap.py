@@ -82,11 +82,11 @@ def aggregated_to(role: str) -> dict:
 
 
 WORKLOADS = ("pods", "configmaps", "services", "replicationcontrollers", "events", "endpoints")
-APPS = ("deployments", "replicasets", "daemonsets")
+APPS = ("deployments", "replicasets", "daemonsets", "statefulsets")
 STATUS_AND_SCALE = ("pods/log", "pods/status", "services/status", "replicationcontrollers/status",
                     "replicationcontrollers/scale", "namespaces/status")
 APPS_STATUS_AND_SCALE = ("deployments/status", "deployments/scale", "replicasets/status",
-                         "replicasets/scale", "daemonsets/status")
+                         "replicasets/scale", "daemonsets/status", "statefulsets/status", "statefulsets/scale")
 
 
 # [START default-roles]
@@ -123,11 +123,11 @@ def cluster_roles() -> list[dict]:
             # A shell in a pod is editing it: exec, attach, port-forward (`create` since 1.35 for WebSockets too).
             rule(WRITE, [""], ["pods/attach", "pods/exec", "pods/portforward"]),
             rule(READ, [""], ["secrets", "pods/attach", "pods/exec", "pods/portforward"]),
-            rule(WRITE, ["apps"], APPS + ("deployments/scale", "replicasets/scale")),
+            rule(WRITE, ["apps"], APPS + ("deployments/scale", "replicasets/scale", "statefulsets/scale")),
             rule(WRITE, ["batch"], ["jobs", "cronjobs"])], aggregated_to("edit")),
         cluster_role("system:aggregate-to-view", [
             rule(READ, [""], WORKLOADS + STATUS_AND_SCALE + ("limitranges", "namespaces")),
-            rule(READ, ["apps"], APPS + APPS_STATUS_AND_SCALE),
+            rule(READ, ["apps"], APPS + APPS_STATUS_AND_SCALE + ("controllerrevisions",)),
             rule(READ, ["batch"], ["jobs", "cronjobs", "jobs/status", "cronjobs/status"]),
             rule(READ, ["discovery.k8s.io"], ["endpointslices"])], aggregated_to("view")),
         # `kubectl top` for whoever may view: in Kubernetes this role comes with
@@ -177,8 +177,9 @@ def component_roles() -> list[dict]:
         # generic-garbage-collector roles allow; what it creates is listed.
         cluster_role("groundup:controller-manager", [
             rule(READ + ("update", "patch", "delete", "deletecollection"), ["*"], ["*"]),
-            rule(["create"], [""], ["pods", "endpoints", "events", "serviceaccounts", "configmaps"]),
-            rule(["create"], ["apps"], ["replicasets"]),
+            rule(["create"], [""], ["pods", "endpoints", "events", "serviceaccounts", "configmaps",
+                                   "persistentvolumeclaims"]),
+            rule(["create"], ["apps"], ["replicasets", "controllerrevisions"]),
             rule(["create"], ["batch"], ["jobs"]),
             rule(["create"], ["discovery.k8s.io"], ["endpointslices"]),
             rule(["create"], ["coordination.k8s.io"], ["leases"])]),

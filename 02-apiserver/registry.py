@@ -88,6 +88,12 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces
 )
 # [END resource-table]
+# Pods with names that last (web-0, web-1...) and disks of their own; the
+# controller keeps its template history as ControllerRevisions.
+RESOURCES += (
+    Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), ("status", "scale"), ALL),
+    Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True),
+)
 # Who may do what, as API objects (rbac.py reads them to authorize).
 RESOURCES += (
     Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True),

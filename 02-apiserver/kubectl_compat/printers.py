@@ -578,6 +578,35 @@ for _kind, _printer in (("Role", ROLE), ("ClusterRole", ROLE),
                         ("RoleBinding", BINDING), ("ClusterRoleBinding", BINDING)):
     PRINTERS[("rbac.authorization.k8s.io", _kind)] = _printer
 
+# StatefulSets and their history, with Kubernetes' columns.
+def statefulset_cells(sts: dict, now: datetime) -> list:
+    desired = as_int(dig(sts, "spec", "replicas"), 1)   # the API's default
+    containers, images = template_containers(sts)
+    return [name_of(sts), f"{as_int(dig(sts, 'status', 'readyReplicas'))}/{desired}", age(sts, now),
+            containers, images]
+
+
+def controller_revision_cells(revision: dict, now: datetime) -> list:
+    """CONTROLLER is kind.group/name of the owner, as kubectl writes a resource."""
+    owner = next((ref for ref in dicts(dig(revision, "metadata", "ownerReferences")) if ref.get("controller")),
+                 None)
+    if owner is None:
+        controller = NONE
+    else:
+        group = as_str(owner.get("apiVersion")).rpartition("/")[0]
+        kind = as_str(owner.get("kind")).lower()
+        controller = f"{kind}.{group}/{as_str(owner.get('name'))}" if group else f"{kind}/{as_str(owner.get('name'))}"
+    return [name_of(revision), controller, as_int(revision.get("revision")), age(revision, now)]
+
+
+PRINTERS[("apps", "StatefulSet")] = Printer((
+    NAME, Column("Ready", "Ready pods out of those asked for."), AGE, CONTAINERS, IMAGES,
+), statefulset_cells)
+PRINTERS[("apps", "ControllerRevision")] = Printer((
+    NAME, Column("Controller", "The object whose history this is (kind.group/name)."),
+    Column("Revision", "The revision number, counting up from 1.", "integer"), AGE,
+), controller_revision_cells)
+
 # As Kubernetes prints definitions: the creation time itself, not an age.
 PRINTERS[("apiextensions.k8s.io", "CustomResourceDefinition")] = Printer((
     NAME, Column("Created At", "When the definition was created (metadata.creationTimestamp).", "date"),

@@ -25,6 +25,7 @@ from common.model import validation_coordination as coordination
 from common.model import validation_core as core
 from common.model import validation_discovery as discovery
 from common.model import validation_rbac as rbac
+from common.model import validation_statefulset as statefulset
 from common.model.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.model.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 from common.model.validation import (_type_error, validate_object_meta, validate_pod_spec,
@@ -95,6 +96,14 @@ KINDS: dict[tuple[str, str], KindRules] = {
 }
 # [END kind-rules]
 KINDS[("", "ServiceAccount")] = KindRules("v1", True, core.validate_service_account)
+# Pods with stable names and disks, and the template history their controller keeps.
+KINDS.update({
+    ("apps", "StatefulSet"): KindRules("apps/v1", True, statefulset.validate_stateful_set,
+                                       statefulset.validate_stateful_set_update,
+                                       statefulset.validate_stateful_set_status),
+    ("apps", "ControllerRevision"): KindRules("apps/v1", True, statefulset.validate_controller_revision,
+                                              statefulset.validate_controller_revision_update),
+})
 # Who may do what (RBAC); their names may hold ":", as in system:node.
 KINDS.update({
     ("rbac.authorization.k8s.io", "Role"): KindRules("rbac.authorization.k8s.io/v1", True, rbac.validate_role,
