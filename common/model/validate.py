@@ -25,6 +25,7 @@ from common.model import validation_coordination as coordination
 from common.model import validation_core as core
 from common.model import validation_discovery as discovery
 from common.model import validation_rbac as rbac
+from common.model import validation_storage as storage
 from common.model.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.model.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 from common.model.validation import (_type_error, validate_object_meta, validate_pod_spec,
@@ -95,6 +96,17 @@ KINDS: dict[tuple[str, str], KindRules] = {
 }
 # [END kind-rules]
 KINDS[("", "ServiceAccount")] = KindRules("v1", True, core.validate_service_account)
+# Storage: volumes, the claims on them, and the classes that make them.
+KINDS.update({
+    ("", "PersistentVolume"): KindRules("v1", False, storage.validate_persistent_volume,
+                                        storage.validate_persistent_volume_update,
+                                        storage.validate_persistent_volume_status),
+    ("", "PersistentVolumeClaim"): KindRules("v1", True, storage.validate_persistent_volume_claim,
+                                             storage.validate_persistent_volume_claim_update,
+                                             storage.validate_persistent_volume_claim_status),
+    ("storage.k8s.io", "StorageClass"): KindRules("storage.k8s.io/v1", False, storage.validate_storage_class,
+                                                  storage.validate_storage_class_update),
+})
 # Who may do what (RBAC); their names may hold ":", as in system:node.
 KINDS.update({
     ("rbac.authorization.k8s.io", "Role"): KindRules("rbac.authorization.k8s.io/v1", True, rbac.validate_role,
