@@ -101,6 +101,12 @@ RESOURCES += (
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
     Resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False),
 )
+# Data that outlives its pod: volumes, claims on them, classes that make them.
+RESOURCES += (
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),
+    Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)),
+    Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
+)
 # Who a program in a pod is: its token (sa_tokens.py) names one of these.
 RESOURCES += (
     Resource("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),

@@ -113,7 +113,7 @@ CHAPTER_02 = Chapter("02", "the API server", "tests/apiserver", (
     Capability("REST, kinds and validation", f"{STORE}#one-path-for-every-request", (
         "test_rest.py", "test_types.py", "test_field_validation.py", "test_custom_resources.py",
         "test_rc_and_cronjob_kinds.py", "test_statefulset_kinds.py", "test_service_ips.py", "test_leases.py", "test_hostile.py",
-        "test_hostile_http.py", "test_metrics.py")),
+        "test_hostile_http.py", "test_metrics.py", "test_storage_kinds.py")),
     Capability("the real kubectl", f"{RUN_SERVER}#3-the-real-kubectl", (
         "test_kubectl.py", "test_kubectl_versions.py", "test_printers.py", "test_patches.py",
         "test_negotiation.py", "test_protobuf.py", "test_openapi.py", "test_discovery_versions.py",

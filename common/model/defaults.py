@@ -426,6 +426,37 @@ def _default_binding(binding: dict) -> None:
             subject["apiGroup"] = "rbac.authorization.k8s.io"
 
 
+# Storage (pkg/apis/core/v1 and pkg/apis/storage/v1 defaults.go). A new
+# volume or claim is Pending until the binder looks at it; a volume the user
+# made keeps its data when its claim goes (Retain), while a class, whose
+# volumes were made for their claims, deletes them with it (Delete).
+def _default_persistent_volume(pv: dict) -> None:
+    spec = _object_at(pv, "spec")
+    if spec is not None:
+        _set_default(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _set_default(spec, "volumeMode", "Filesystem")
+        host_path = _object_at(spec, "hostPath")
+        if host_path is not None:
+            _set_default(host_path, "type", "")
+    status = _object_at(pv, "status", create=True)
+    if status is not None:
+        _set_default(status, "phase", "Pending")
+
+
+def _default_persistent_volume_claim(pvc: dict) -> None:
+    spec = _object_at(pvc, "spec")
+    if spec is not None:
+        _set_default(spec, "volumeMode", "Filesystem")
+    status = _object_at(pvc, "status", create=True)
+    if status is not None:
+        _set_default(status, "phase", "Pending")
+
+
+def _default_storage_class(storage_class: dict) -> None:
+    _set_default(storage_class, "reclaimPolicy", "Delete")
+    _set_default(storage_class, "volumeBindingMode", "Immediate")
+
+
 _DEFAULTERS = {
     ("", "Pod"): _default_pod,
     ("", "Namespace"): _default_namespace,
@@ -442,6 +473,9 @@ _DEFAULTERS = {
     ("batch", "CronJob"): _default_cron_job,
     ("rbac.authorization.k8s.io", "RoleBinding"): _default_binding,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _default_binding,
+    ("", "PersistentVolume"): _default_persistent_volume,
+    ("", "PersistentVolumeClaim"): _default_persistent_volume_claim,
+    ("storage.k8s.io", "StorageClass"): _default_storage_class,
 }
 
 

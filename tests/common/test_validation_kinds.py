@@ -117,6 +117,24 @@ def valid(kind):
                   "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 40,
                            "acquireTime": "2026-11-22T08:30:00.000000Z",
                            "renewTime": "2026-11-22T08:36:33.123456Z", "leaseTransitions": 0}},
+        "PersistentVolume": {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-1"},
+                             "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                                      "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "local",
+                                      "local": {"path": "/mnt/disk-1"},
+                                      "claimRef": {"namespace": "default", "name": "data"},
+                                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                                          {"key": "kubernetes.io/hostname", "operator": "In",
+                                           "values": ["node-1"]}]}]}}}},
+        "PersistentVolumeClaim": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                  "metadata": {"name": "data", "namespace": "default"},
+                                  "spec": {"accessModes": ["ReadWriteOncePod"], "storageClassName": "local",
+                                           "selector": {"matchLabels": {"tier": "db"}},
+                                           "resources": {"requests": {"storage": "5Gi"}}}},
+        "StorageClass": {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                         "metadata": {"name": "local-path"}, "provisioner": "groundup.local/local-path",
+                         "parameters": {"root": "/var/lib/groundup/volumes"}, "reclaimPolicy": "Retain",
+                         "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": False,
+                         "mountOptions": ["noatime"]},
         "Role": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                  "metadata": {"name": "pod-reader", "namespace": "team-a"},
                  "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
@@ -616,7 +634,7 @@ def test_no_new_finalizers_while_deleting(changes, expected):
 def _with_identity(obj):
     obj = copy.deepcopy(obj)
     obj["metadata"].update(namespace="a", uid="u1", creationTimestamp="2024-01-01T00:00:00Z")
-    if obj["kind"] in ("Node", "Namespace", "ClusterRole", "ClusterRoleBinding"):     # cluster-scoped
+    if not KINDS[(GROUPS[obj["kind"]], obj["kind"])].namespaced:                     # cluster-scoped
         del obj["metadata"]["namespace"]
     return obj
 
