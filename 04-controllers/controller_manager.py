@@ -39,6 +39,7 @@ from node_ipam import NodeIpamController  # noqa: E402
 from node_lifecycle import NodeLifecycleController  # noqa: E402
 from replicaset import ReplicaSetController, ReplicationControllerController  # noqa: E402
 from serviceaccounts import RootCACertPublisher, ServiceAccountsController  # noqa: E402
+from statefulset import StatefulSetController  # noqa: E402
 
 # Kubernetes' names, in the order they start.
 CONTROLLERS = {
@@ -48,6 +49,7 @@ CONTROLLERS = {
     "endpoints": EndpointsController,
     "endpointslice": EndpointSliceController,
     "daemonset": DaemonSetController,
+    "statefulset": StatefulSetController,
     "job": JobController,
     "cronjob": CronJobController,
     "nodelifecycle": NodeLifecycleController,
