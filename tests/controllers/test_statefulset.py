@@ -6,13 +6,17 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
+import sys
 import threading
 
+import dns.message
+import dns.query
 import pytest
 import requests
 
 from controller_history import find_equal, new_revision, revision_hash, same_template, template_in, to_forget
-from controllers_harness import FakeKubelet, mark_ready, unique, wait_for
+from common.tooling.ports import free_port
+from controllers_harness import ROOT, FakeKubelet, mark_ready, unique, wait_for
 from stateful_pods import (POD_INDEX_LABEL, POD_NAME_LABEL, REVISION_LABEL, RetentionPolicy, Revisions,
                            claim_owners, new_claim, new_pod, ordinal_of, plan, with_owners)
 
@@ -421,3 +425,44 @@ def test_retain_keeps_claims_after_the_set_is_deleted(api, manager, ns):
     assert response.status_code == 200, response.text
     wait_for(lambda: pod_names(api, ns) == [], what="the pods to go with the set")
     assert claim_names(api, ns) == ["www-web-0"]
+
+
+def start_pod(api, ns: str, name: str, ip: str) -> None:
+    """What a kubelet reports: an address, Running and Ready."""
+    now = "2026-01-01T00:00:00Z"
+    status = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+              "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}
+    response = api.patch(f"/api/v1/namespaces/{ns}/pods/{name}/status", {"status": status})
+    assert response.status_code == 200, response.text
+
+
+def test_each_pod_is_named_in_chapter_05_s_dns(api, apiserver, manager, ns, tmp_path):
+    """web-0.nginx.NS.svc.cluster.local: the set gives the pod its hostname and
+    subdomain, the endpoints controller copies the hostname into the headless
+    Service's Endpoints, and the cluster DNS answers from there."""
+    service = {"metadata": {"name": "nginx"},
+               "spec": {"clusterIP": "None", "selector": {"app": "nginx"}, "ports": [{"port": 80, "name": "web"}]}}
+    assert api.post(f"/api/v1/namespaces/{ns}/services", service).status_code == 201
+    create_set(api, ns, replicas=2, podManagementPolicy="Parallel")
+    wait_for(lambda: pod_names(api, ns) == ["web-0", "web-1"], what="two pods")
+    start_pod(api, ns, "web-0", "10.244.1.10")
+    start_pod(api, ns, "web-1", "10.244.2.11")
+    port = free_port()
+    log_path = tmp_path / "dns.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen([sys.executable, str(ROOT / "05-proxy-dns" / "cluster_dns.py"), "--apiserver",
+                                    apiserver.url, "--address", "127.0.0.1", "--port", str(port)],
+                                   stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    try:
+        wait_for(lambda: "serving" in log_path.read_text(), what="the DNS server serving")
+
+        def lookup(name: str) -> list[str]:
+            response = dns.query.udp(dns.message.make_query(name, "A"), "127.0.0.1", port=port, timeout=5)
+            return sorted(r.to_text() for rrset in response.answer for r in rrset)
+        for pod_name, ip in (("web-0", "10.244.1.10"), ("web-1", "10.244.2.11")):
+            wait_for(lambda: lookup(f"{pod_name}.nginx.{ns}.svc.cluster.local.") == [ip],
+                     what=f"{pod_name}.nginx to resolve")
+        assert lookup(f"nginx.{ns}.svc.cluster.local.") == ["10.244.1.10", "10.244.2.11"]
+    finally:
+        process.terminate()
+        process.wait(10)
