@@ -34,7 +34,6 @@ REVISION_LABEL = "controller-revision-hash"
 _ORDINAL = re.compile(r"^(.*)-([0-9]+)$")
 
 
-# [START stateful-identity]
 def ordinal_of(set_name: str, pod_name: str) -> int | None:
     """web-3 -> 3 for the set "web"; None for a pod that is not one of its."""
     match = _ORDINAL.match(pod_name)
@@ -53,6 +52,7 @@ def claim_name(template_name: str, sts: dict, ordinal: int) -> str:
     return f"{template_name}-{pod_name(sts, ordinal)}"
 
 
+# [START stateful-identity]
 def new_pod(sts: dict, template: dict, ordinal: int, revision: str) -> dict:
     """Pod number `ordinal` of the set, made from `template` (the set's
     template at `revision`), with its name, DNS name and disks."""
@@ -169,6 +169,15 @@ def plan(pods: dict[int, dict], start: int, replicas: int, revisions: Revisions,
             state = "terminated" if is_terminating(pod) else "Running and Ready"
             return _wait(result, f"{pod['metadata']['name']} to be {state}")
 
+    return _scale_down_then_roll(result, pods, start, replicas, revisions, ordered, healthy)
+# [END stateful-plan]
+
+
+# [START stateful-scale-down-and-roll]
+def _scale_down_then_roll(result: Plan, pods: dict[int, dict], start: int, replicas: int,
+                          revisions: Revisions, ordered: bool, healthy) -> Plan:
+    """Steps 2 and 3 of plan(), once every pod that should exist does."""
+    wanted = range(start, start + replicas)
     condemned = sorted((o for o in pods if o not in wanted), reverse=True)
     for ordinal in condemned:                     # 2. remove the extra pods, highest first
         pod = pods[ordinal]
@@ -192,7 +201,7 @@ def plan(pods: dict[int, dict], start: int, replicas: int, revisions: Revisions,
         if not healthy(pod):
             return _wait(result, f"{pod['metadata']['name']} to be Running and Ready")
     return result
-# [END stateful-plan]
+# [END stateful-scale-down-and-roll]
 
 
 def _wait(result: Plan, what: str) -> Plan:
