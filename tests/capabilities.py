@@ -161,6 +161,7 @@ CHAPTER_04 = Chapter("04", "the controllers", "tests/controllers", (
     Capability("nodes that go quiet", f"{CONTROLLERS}#nodes-that-go-quiet", (
         "test_node_lifecycle.py", "test_node_ipam.py")),
     Capability("owners that go", f"{CONTROLLERS}#owners-that-go", ("test_garbage_collector.py", "test_namespace.py")),
+    Capability("claims and volumes", f"{CONTROLLERS}#claims-and-volumes", ("test_volume_binder.py",)),
     Capability("DaemonSets, Jobs and CronJobs",
                "04-controllers/lesson-1-run-the-controllers.md#7-node2-comes-back-a-daemonset-and-a-job", (
                    "test_daemonset.py", "test_job.py", "test_cronjob.py")),
