@@ -139,6 +139,7 @@ RUN_SCHEDULER = "03-scheduler/lesson-2-run-the-scheduler.md"
 
 CHAPTER_03 = Chapter("03", "the scheduler", "tests/scheduler", (
     Capability("filters: does the pod fit?", f"{SCHEDULE}#a-filter-does-the-pod-fit", ("test_scheduler_filters.py",)),
+    Capability("volumes: where the data is", f"{SCHEDULE}#volumes-where-the-data-is", ("test_volume_filters.py",)),
     Capability("scores and ties", f"{SCHEDULE}#a-score-the-emptiest-node", ("test_scheduler_scores.py",)),
     Capability("the queue and the cache", f"{SCHEDULE}#when-nothing-fits", ("test_scheduler_queue_and_cache.py",)),
     Capability("another scheduler", f"{RUN_SCHEDULER}#12-another-scheduler", (
