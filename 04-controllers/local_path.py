@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from common.client.client import AlreadyExists, NotFound
 from common.model.lenient import as_dict, as_list, as_str, dig
-from common.model.persistent_volumes import (DEFAULT_CLASS, HOSTNAME_LABEL, PROVISIONED_BY, SELECTED_NODE,
-                                             STORAGE_PROVISIONER, class_of, default_class)
+from common.model.persistent_volumes import (DEFAULT_CLASS, HOSTNAME_LABEL, LOCAL_PATH_ROOT, PROVISIONED_BY,
+                                             SELECTED_NODE, STORAGE_PROVISIONER, class_of, default_class)
 from controller import Controller, split_key
 
 PROVISIONER = "groundup.local/local-path"
 DEFAULT_CLASS_NAME = "local-path"
-DEFAULT_ROOT = "/var/lib/groundup/local-path"
+DEFAULT_ROOT = LOCAL_PATH_ROOT
 # A directory on one node can be written from that node only.
 SUPPORTED_MODES = ("ReadWriteOnce", "ReadWriteOncePod")
 

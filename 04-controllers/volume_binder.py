@@ -67,6 +67,8 @@ class VolumeBinderController(Controller):
         ref = as_dict(dig(volume, "spec", "claimRef"))
         if ref.get("name"):
             self.queue.add(f"claim:{ref.get('namespace')}/{ref['name']}")
+        else:
+            self.every_unbound_claim()             # a free volume: a waiting claim may fit it now
 
     def claim_deleted(self, claim: dict) -> None:
         """Its volume is Released now: look at every volume that names it."""

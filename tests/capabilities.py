@@ -84,7 +84,7 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
         "test_lifecycle_cluster.py::test_kubectl_delete_grace_period_*")),
     Capability("volumes", f"{KUBELET_JOINS}#configmaps-and-secrets-what-the-kubelet-fetches", (
         "test_lifecycle.py::*empty_dir*", "test_api_volumes.py", "test_api_volume_payloads.py",
-        "test_sa_token_volume.py")),
+        "test_sa_token_volume.py", "test_claim_volumes.py")),
     Capability("status, logs and stats", f"{KUBELET_LESSON}#status", (
         "test_decisions.py::test_pod_phase", "test_decisions.py::test_qos_class",
         "test_lifecycle.py::test_read_only_port_*", "test_lifecycle.py::test_container_logs_*",

@@ -31,6 +31,13 @@ DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 BETA_DEFAULT_CLASS = "storageclass.beta.kubernetes.io/is-default-class"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
+# Where the local-path provisioner (chapter 04) puts volumes on a node, and
+# where the kubelet (chapter 01) removes the directories of volumes deleted.
+# /var/tmp: any user may write there (a learner's kubelet may not run as
+# root) and, unlike /tmp, it outlives a reboot. Rancher's provisioner uses
+# /opt/local-path-provisioner; a real node would give it a disk of its own.
+LOCAL_PATH_ROOT = "/var/tmp/groundup/local-path"
+
 IMMEDIATE, WAIT_FOR_FIRST_CONSUMER = "Immediate", "WaitForFirstConsumer"
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 
