@@ -36,6 +36,7 @@ from garbage_collector import GarbageCollector  # noqa: E402
 from job import JobController  # noqa: E402
 from local_path import DEFAULT_ROOT, LocalPathProvisioner  # noqa: E402
 from namespace import NamespaceController  # noqa: E402
+from pvc_protection import PVCProtectionController  # noqa: E402
 from node_ipam import NodeIpamController  # noqa: E402
 from node_lifecycle import NodeLifecycleController  # noqa: E402
 from replicaset import ReplicaSetController, ReplicationControllerController  # noqa: E402
@@ -60,6 +61,7 @@ CONTROLLERS = {
     "root-ca-cert-publisher": RootCACertPublisher,
     "persistentvolume-binder": VolumeBinderController,
     "local-path-provisioner": LocalPathProvisioner,     # ours: Kubernetes runs a provisioner as an add-on
+    "pvc-protection": PVCProtectionController,
 }
 
 

@@ -218,3 +218,26 @@ def test_binding_survives_a_controller_manager_killed_and_restarted(api, apiserv
         assert bound_claim(api, ns, "data")["spec"]["volumeName"] == name
     finally:
         restarted.stop()
+
+
+# ----- pvc-protection -----
+
+def test_a_claim_in_use_is_not_deleted_under_its_pod(api, manager):
+    ns, name = make_namespace(api), unique("pv")
+    create(api, PVS, volume(name, "1Gi", persistentVolumeReclaimPolicy="Delete"))
+    create(api, claims(ns), claim("data", "1Gi"))
+    bound_claim(api, ns, "data")
+    wait_for(lambda: "kubernetes.io/pvc-protection" in (api.get(claims(ns, "data")).json()["metadata"]
+                                                      .get("finalizers") or []), what="the protection finalizer")
+    create(api, f"/api/v1/namespaces/{ns}/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db"},
+        "spec": {"nodeName": "node1", "containers": [{"name": "db", "image": "busybox:1.35"}],
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}})
+    assert api.delete(claims(ns, "data")).status_code == 200
+    marked = api.get(claims(ns, "data")).json()
+    assert marked["metadata"]["deletionTimestamp"]                # Terminating, not gone
+    assert volume_phase(api, name) == "Bound"
+    # The pod goes (as its kubelet would finish it): the claim may go, and its volume is released.
+    assert api.delete(f"/api/v1/namespaces/{ns}/pods/db?gracePeriodSeconds=0").status_code == 200
+    wait_for(lambda: api.get(claims(ns, "data")).status_code == 404, what="the claim to go")
+    wait_for(lambda: volume_phase(api, name) == "Failed", what="the volume to be released (Failed: no deleter)")
