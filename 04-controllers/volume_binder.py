@@ -50,7 +50,8 @@ class VolumeBinderController(Controller):
         self.nodes = self.informers.get("v1", "nodes")
         self.claims.add_handler(on_add=self.claim_changed, on_update=lambda old, new: self.claim_changed(new),
                                 on_delete=self.claim_deleted)
-        self.volumes.add_handler(on_add=self.volume_changed, on_update=lambda old, new: self.volume_changed(new),
+        self.volumes.add_handler(on_add=lambda volume: self.volume_changed(volume, None),
+                                 on_update=lambda old, new: self.volume_changed(new, old),
                                  on_delete=lambda volume: None)
         # A new default class, or a class that appears late: claims waiting for one look again.
         self.classes.add_handler(on_add=lambda c: self.every_unbound_claim(),
@@ -62,13 +63,13 @@ class VolumeBinderController(Controller):
     def claim_changed(self, claim: dict) -> None:
         self.queue.add("claim:" + key_of(claim))
 
-    def volume_changed(self, volume: dict) -> None:
+    def volume_changed(self, volume: dict, old: dict | None) -> None:
         self.queue.add("volume:" + volume["metadata"]["name"])
         ref = as_dict(dig(volume, "spec", "claimRef"))
         if ref.get("name"):
             self.queue.add(f"claim:{ref.get('namespace')}/{ref['name']}")
-        else:
-            self.every_unbound_claim()             # a free volume: a waiting claim may fit it now
+        elif old is None or dig(old, "spec", "claimRef"):
+            self.every_unbound_claim()             # newly free: a waiting claim may fit it now
 
     def claim_deleted(self, claim: dict) -> None:
         """Its volume is Released now: look at every volume that names it."""
