@@ -205,3 +205,28 @@ def test_unsatisfiable_claims_keep_their_pods_pending_with_kubernetes_reasons(cl
         wait_for(lambda: any(e["message"] == message for e in cluster.events(pod, "FailedScheduling")),
                  what=f"{pod}: {message}")
         assert cluster.pod(pod)["spec"].get("nodeName") is None
+
+
+def test_two_pods_racing_for_one_read_write_once_pod_claim(cluster):
+    cluster.add_node("node1")
+    cluster.add_node("node2")
+    api = cluster.api
+    assert api.post("/api/v1/persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "solo"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOncePod"], "storageClassName": "",
+                 "hostPath": {"path": "/tmp/solo"}, "claimRef": {"namespace": "default", "name": "solo"}}}
+                    ).status_code == 201
+    # Bound by hand, as the binder would: the race is the scheduler's.
+    assert api.post("/api/v1/namespaces/default/persistentvolumeclaims",
+                    claim_body("solo", "", accessModes=["ReadWriteOncePod"], volumeName="solo")).status_code == 201
+    cluster.scheduler()
+    for name in ("racer-a", "racer-b"):
+        cluster.create_pod(name, volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "solo"}}])
+    def one_bound_one_refused():
+        placement = cluster.placement()
+        settled = all(node or cluster.events(name, "FailedScheduling") for name, node in placement.items())
+        return placement if settled and sum(1 for node in placement.values() if node) == 1 else None
+    placement = wait_for(one_bound_one_refused, what="one racer bound and the other refused")
+    loser = next(name for name, node in placement.items() if not node)
+    assert [e["message"] for e in cluster.events(loser, "FailedScheduling")] == [
+        f"0/2 nodes are available: 2 {RWOP_CONFLICT}."]
