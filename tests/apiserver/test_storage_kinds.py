@@ -5,13 +5,15 @@ scheduler, the kubelets and the users at them."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
-from apiserver_harness import unique
+from apiserver_harness import APIServer, Client, unique
 from test_kubectl import Kubectl, k  # noqa: F401 (k is a fixture)
 from test_rbac import certs, server  # noqa: F401 (fixtures: a server with RBAC)
 from test_gauntlet import as_user
+from polling import wait_for
 
 PVS = "/api/v1/persistentvolumes"
 CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
@@ -246,6 +248,8 @@ def test_kubectl_get_pv_pvc_and_sc_print_kubernetes_columns(k, api, namespace):
                                "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"]
     assert volumes.splitlines()[1].split()[:7] == [pv_name, "5Gi", "RWO,ROX", "Retain", "Pending", sc_name, "<unset>"]
 
+    # The default mark would give every later claim on this shared server its class.
+    assert api.delete(f"{CLASSES}/{sc_name}").status_code == 200
     pending = k("get", "pvc", "data")
     assert header(pending) == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS",
                                "VOLUMEATTRIBUTESCLASS", "AGE"]
@@ -268,6 +272,34 @@ def test_kubectl_apply_and_describe_a_claim(k, namespace):
     assert "persistentvolumeclaim/from-file created" in k("apply", "-f", path)
     described = k("describe", "pvc", "from-file")
     assert "Status:" in described and "Pending" in described
+
+
+# ----- DefaultStorageClass admission -----
+
+def test_a_claim_without_a_class_gets_the_default_one(tmp_path):
+    server = APIServer(tmp_path / "data").start()
+    try:
+        api = Client(server.url)
+        assert api.post(claims("default"), claim("before")).json()["spec"].get("storageClassName") is None
+        assert api.post(CLASSES, storage_class("plain")).status_code == 201
+        for name in ("old-default", "new-default"):
+            marked = storage_class(name)
+            marked["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+            assert api.post(CLASSES, marked).status_code == 201
+            wait_for_a_new_second()
+        assert api.post(claims("default"), claim("after")).json()["spec"]["storageClassName"] == "new-default"
+        # "" says "no class" on purpose; a class named is kept.
+        assert api.post(claims("default"), claim("none", storageClassName="")).json()["spec"]["storageClassName"] == ""
+        assert api.post(claims("default"), claim("named", storageClassName="plain")).json()["spec"][
+            "storageClassName"] == "plain"
+    finally:
+        server.stop()
+
+
+def wait_for_a_new_second() -> None:
+    """creationTimestamp has whole seconds: two classes made within one are equally new."""
+    start = int(time.time())
+    wait_for(lambda: int(time.time()) > start, timeout=3, interval=0.05, what="the next second")
 
 
 # ----- who may -----
