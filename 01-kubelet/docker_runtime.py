@@ -25,7 +25,7 @@ from common.model.quantity import parse_quantity
 NEVER = "0001-01-01T00:00:00Z"  # Docker's zero time: not started / not finished
 # The volume types whose files the kubelet writes from the API server's
 # objects (api_volumes/): alone, without one, it has none of them.
-API_VOLUMES_NEED = dict.fromkeys(("configMap", "secret", "downwardAPI", "projected"),
+API_VOLUMES_NEED = dict.fromkeys(("configMap", "secret", "downwardAPI", "projected", "persistentVolumeClaim"),
                                  " without an API server (give --apiserver or --kubeconfig: chapter 02)")
 
 
@@ -143,6 +143,9 @@ class DockerRuntime:
         # volume is on the node (api_volumes/volumes.py, set up when the
         # kubelet joins a cluster), or None if it is none of those.
         self.api_volume_path = lambda pod, volume_name: None
+        # Chapter 04: where a persistentVolumeClaim volume's data is on the node,
+        # and whether it is mounted read-only (api_volumes/persistent.py), or None.
+        self.claim_volume_path = lambda pod, volume: None
         # Inspecting every container on every sync would cost a Docker call
         # each; a container's details change only when its state does.
         self._inspected: dict[tuple[str, str], ContainerInfo] = {}
@@ -222,13 +225,20 @@ class DockerRuntime:
             volume = volumes[mount["name"]]
             read_only = bool(mount.get("readOnly", False))
             api_path = self.api_volume_path(pod, volume["name"])
-            _check_sub_path(mount, bool(api_path))
+            claim_path = self.claim_volume_path(pod, volume) if "persistentVolumeClaim" in volume else None
+            _check_sub_path(mount, bool(api_path or claim_path))
             if "emptyDir" in volume:
                 source = self._empty_dir(pod, volume)
                 result.append(Mount(mount["mountPath"], source, type="volume", read_only=read_only))
             elif "hostPath" in volume:
                 path = _prepare_host_path(volume["hostPath"], volume["name"])
                 result.append(Mount(mount["mountPath"], path, type="bind", read_only=read_only))
+            elif claim_path:
+                path, claim_read_only = claim_path
+                if mount.get("subPath"):          # a directory of its own inside the volume
+                    path = os.path.join(path, mount["subPath"])
+                    os.makedirs(path, mode=0o777, exist_ok=True)
+                result.append(Mount(mount["mountPath"], path, type="bind", read_only=read_only or claim_read_only))
             elif api_path:
                 # Read-only whatever the pod says, as Kubernetes mounts them:
                 # the kubelet owns these files. A subPath binds the one file
@@ -268,6 +278,11 @@ class DockerRuntime:
         container runs: Docker unmounts a tmpfs volume nobody uses."""
         return [Mount(f"/volumes/{v['name']}", self._empty_dir(pod, v), type="volume")
                 for v in cfg.empty_dirs(pod)]
+
+    def mounted_host_paths(self) -> set[str]:
+        """The node's directories this node's containers have bind-mounted now."""
+        containers = self.api.containers(all=True, filters={"label": f"{cfg.LABEL_NODE_NAME}={self.node_name}"})
+        return {m.get("Source", "") for c in containers for m in c.get("Mounts") or [] if m.get("Type") == "bind"}
 
     def list_volume_pods(self, all_nodes: bool = False) -> dict[str, str]:
         """emptyDir volume name -> pod uid, for this node's volumes."""

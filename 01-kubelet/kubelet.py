@@ -31,6 +31,7 @@ from common.client import kubeconfig
 from common.client.backoff import Backoff
 from common.client.events import EventRecorder
 from common.log import EventLogger, get_logger
+from common.model.persistent_volumes import LOCAL_PATH_ROOT
 from common.times import duration, rfc3339
 from common.client.token_file import TokenFileError, read_token_file
 from docker_runtime import ContainerInfo, DockerRuntime
@@ -492,6 +493,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                              "the node's allocatable is its capacity minus this and --kube-reserved")
     parser.add_argument("--kube-reserved", default="",
                         help="with an API server: what Kubernetes' own daemons keep (same form)")
+    parser.add_argument("--local-path-root", default=LOCAL_PATH_ROOT,
+                        help="where the local-path provisioner puts volumes on this node; the kubelet removes "
+                             f"a directory there once its PersistentVolume is deleted (default {LOCAL_PATH_ROOT})")
     parser.add_argument("--root-dir", default=None,
                         help="the kubelet's own directory (default: <temp dir>/groundup-kubelet/<node name>; "
                              "Kubernetes' is /var/lib/kubelet): configMap and downwardAPI volumes are written "
@@ -551,10 +555,12 @@ def join_cluster(kubelet: Kubelet, client, args: argparse.Namespace) -> None:
     read ConfigMaps and Secrets (api_volumes/), give containers the
     Services' variables (service_discovery/, chapter 05), then take the pods
     the API server binds here as a second source."""
-    from api_volumes import volumes
+    from api_volumes import persistent, volumes
     from apiserver_join.join import pods_bound_here, register_node
     from service_discovery.service_env import services_env_from
     volumes.install(kubelet, client, args.root_dir, args.sync_frequency)
+    # Claims' volumes (chapter 04); deleted volumes' directories are looked for every ten syncs.
+    persistent.install(kubelet, client, args.local_path_root, cleanup_period=max(10 * args.sync_frequency, 2.0))
     register_node(kubelet, client, args.node_ip or default_node_ip(client.connection.server), args.read_only_port,
                   args.reserved, args.node_status_update_frequency, wait_for_pod_cidr=not args.pod_cidr)
     kubelet.worker.service_env = services_env_from(client)

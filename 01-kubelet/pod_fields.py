@@ -80,7 +80,8 @@ POD_SPEC = {
     "tolerations": Field(IGNORED, SCHEDULER + "; NoExecute evictions are the controller manager's"),
     "topologySpreadConstraints": Field(IGNORED, SCHEDULER),
     "volumes": Field(HONOURED, "docker_runtime.mounts (emptyDir, hostPath) and, in a cluster, api_volumes/ "
-                     "(configMap, secret, downwardAPI, projected); any other type fails with a FailedMount event naming it"),
+                     "(configMap, secret, downwardAPI, projected) and api_volumes/persistent.py (persistentVolumeClaim "
+                     "bound to a hostPath or local volume); any other type fails with a FailedMount event naming it"),
 }
 
 CONTAINER = {

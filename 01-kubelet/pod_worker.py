@@ -68,6 +68,7 @@ class PodWorker:
         # sets them when it joins a cluster. Alone there are none.
         self.env_api = None
         self.volumes = None
+        self.claims = None                # persistentVolumeClaim volumes (api_volumes/persistent.py), in a cluster
         self.allocatable: dict = {}      # the node's, for resourceFieldRef limits a container leaves unset
         # (pod uid, container name) being started with a postStart hook, until
         # the hook returns: not yet started, as far as the status goes (marked
@@ -87,6 +88,8 @@ class PodWorker:
             return
         if self.volumes is not None and not self.volumes.ready(pod):
             return                               # FailedMount: the pod waits in ContainerCreating
+        if self.claims is not None and not self.claims.ready(pod):
+            return                               # a claim not bound, or bound elsewhere: it waits too
         sandbox = self.ensure_sandbox(pod, containers, actions)
         if sandbox is None:
             return
@@ -256,6 +259,8 @@ class PodWorker:
                 self.log.info("volume removed", obj=volume)
         for uid in self.volumes.remove(unwanted) if self.volumes else []:
             self.log.info("configMap/secret volumes removed", obj=uid)
+        if self.claims is not None:
+            self.claims.forget(unwanted)         # the data stays: only what we knew of the pod goes
 
     # [START stop-all]
     def stop_all(self, kills: list[tuple[ContainerInfo, str]], key: str, pod: dict, grace: int | None = None,

@@ -22,6 +22,9 @@ validation, then its validating plugins; see the chapter's part 3).
   (a 422, "disallowed by cluster policy"), as our validation does too
   (privileged.py), and keeps privileged pods out of a namespace with Pod
   Security Admission (its baseline level).
+- DefaultStorageClass: a PersistentVolumeClaim that names no class gets
+  the cluster's default StorageClass (chapter 04's controller manager
+  makes one, `local-path`, and gives the default to claims made before).
 - NoControllerManager: not a Kubernetes plugin. Chapter 02 runs an API
   server alone, so the server does the deletion work Kubernetes leaves to
   the controller manager: it empties a deleted namespace itself, and adds
@@ -65,6 +68,7 @@ SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACES = registry.for_kind("", "Namespace")
 NODES = registry.for_kind("", "Node")
 LIMIT_RANGES = registry.for_kind("", "LimitRange")
+STORAGE_CLASSES = registry.for_kind("storage.k8s.io", "StorageClass")
 NAMESPACE_FINALIZER = "kubernetes"
 
 
@@ -155,6 +159,23 @@ def deny_privileged(server, obj: dict, old: dict | None, info, operation: str) -
                          "--allow-privileged to allow them)")
 
 
+def default_storage_class(server, obj: dict, old: dict | None, info, operation: str) -> None:
+    """A new claim that names no class gets the default one: the StorageClass
+    annotated storageclass.kubernetes.io/is-default-class: "true" (the newest,
+    if several are). An explicit "" means "no class" and stays."""
+    if (info.resource.group, info.resource.kind, operation) != ("", "PersistentVolumeClaim", "CREATE"):
+        return
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("storageClassName") is not None:
+        return
+    classes, _ = server.store.list(STORAGE_CLASSES, "")
+    defaults = [c for c in classes if (c["metadata"].get("annotations") or {}).get(
+        "storageclass.kubernetes.io/is-default-class") == "true"]
+    if defaults:
+        newest = max(defaults, key=lambda c: (c["metadata"].get("creationTimestamp", ""), c["metadata"]["name"]))
+        spec["storageClassName"] = newest["metadata"]["name"]
+
+
 def no_controller_manager(server, obj: dict, old: dict | None, info, operation: str) -> None:
     """Nothing to check on create or update: this plugin changes what a
     DELETE does (finalizers_for_delete and sync_namespace, below)."""
@@ -171,8 +192,10 @@ PLUGINS = {
     "NoControllerManager": no_controller_manager,
     "ServiceAccount": service_accounts.admit,       # service_accounts.py
     "NodeRestriction": node_restriction.admit,      # node_restriction.py; off unless enabled
+    "DefaultStorageClass": default_storage_class,
 }
-DEFAULT_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "ServiceAccount", "DenyPrivileged", "NoControllerManager")
+DEFAULT_PLUGINS = ("NamespaceLifecycle", "LimitRanger", "ServiceAccount", "DefaultStorageClass", "DenyPrivileged",
+                   "NoControllerManager")
 
 
 def admit_delete(server, obj: dict, resource) -> None:

@@ -82,11 +82,11 @@ def aggregated_to(role: str) -> dict:
 
 
 WORKLOADS = ("pods", "configmaps", "services", "replicationcontrollers", "events", "endpoints")
-APPS = ("deployments", "replicasets", "daemonsets")
+APPS = ("deployments", "replicasets", "daemonsets", "statefulsets")
 STATUS_AND_SCALE = ("pods/log", "pods/status", "services/status", "replicationcontrollers/status",
                     "replicationcontrollers/scale", "namespaces/status")
 APPS_STATUS_AND_SCALE = ("deployments/status", "deployments/scale", "replicasets/status",
-                         "replicasets/scale", "daemonsets/status")
+                         "replicasets/scale", "daemonsets/status", "statefulsets/status", "statefulsets/scale")
 
 
 # [START default-roles]
@@ -119,16 +119,17 @@ def cluster_roles() -> list[dict]:
             rule(READ + WRITE, [GROUP], ["roles", "rolebindings"])], aggregated_to("admin")),
         cluster_role("system:aggregate-to-edit", [
             rule(WRITE, [""], ["pods", "configmaps", "secrets", "services", "replicationcontrollers",
-                               "replicationcontrollers/scale"]),
+                               "replicationcontrollers/scale", "persistentvolumeclaims"]),
             # A shell in a pod is editing it: exec, attach, port-forward (`create` since 1.35 for WebSockets too).
             rule(WRITE, [""], ["pods/attach", "pods/exec", "pods/portforward"]),
             rule(READ, [""], ["secrets", "pods/attach", "pods/exec", "pods/portforward"]),
-            rule(WRITE, ["apps"], APPS + ("deployments/scale", "replicasets/scale")),
+            rule(WRITE, ["apps"], APPS + ("deployments/scale", "replicasets/scale", "statefulsets/scale")),
             rule(WRITE, ["batch"], ["jobs", "cronjobs"]),
             rule(WRITE, ["networking.k8s.io"], ["ingresses"])], aggregated_to("edit")),
         cluster_role("system:aggregate-to-view", [
-            rule(READ, [""], WORKLOADS + STATUS_AND_SCALE + ("limitranges", "namespaces")),
-            rule(READ, ["apps"], APPS + APPS_STATUS_AND_SCALE),
+            rule(READ, [""], WORKLOADS + STATUS_AND_SCALE + ("limitranges", "namespaces", "persistentvolumeclaims",
+                                                             "persistentvolumeclaims/status")),
+            rule(READ, ["apps"], APPS + APPS_STATUS_AND_SCALE + ("controllerrevisions",)),
             rule(READ, ["batch"], ["jobs", "cronjobs", "jobs/status", "cronjobs/status"]),
             rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
             rule(READ, ["networking.k8s.io"], ["ingresses", "ingresses/status"])], aggregated_to("view")),
@@ -158,6 +159,8 @@ def component_roles() -> list[dict]:
             rule(["create", "update", "patch"], [""], ["events"]),
             # Its pods' ServiceAccount tokens (the Node authorizer narrows it to those pods).
             rule(["create"], [""], ["serviceaccounts/token"]),
+            rule(["get"], [""], ["persistentvolumeclaims", "persistentvolumes"]),     # what its pods mount
+            rule(["get", "update", "patch"], [""], ["persistentvolumeclaims/status"]),
             rule(["get", "create", "update", "patch", "delete"], ["coordination.k8s.io"], ["leases"])]),
         cluster_role("system:kube-scheduler", [
             rule(["create", "update", "patch"], [""], ["events"]),
@@ -167,7 +170,20 @@ def component_roles() -> list[dict]:
             rule(READ + ("delete",), [""], ["pods"]),
             rule(["create"], [""], ["bindings", "pods/binding"]),
             rule(["patch", "update"], [""], ["pods/status"]),
-            rule(READ, ["apps"], ["replicasets"])]),
+            rule(READ, ["apps"], ["replicasets"]),
+            rule(READ, [""], ["persistentvolumeclaims", "persistentvolumes"]),
+            rule(READ, ["storage.k8s.io"], ["storageclasses"])]),
+        # The scheduler's volume binding: it writes its choice of node on a
+        # WaitForFirstConsumer claim (volume.kubernetes.io/selected-node).
+        cluster_role("system:volume-scheduler", [
+            rule(READ + ("update", "patch"), [""], ["persistentvolumes", "persistentvolumeclaims"]),
+            rule(READ, ["storage.k8s.io"], ["storageclasses"])]),
+        # For a provisioner running outside the controller manager.
+        cluster_role("system:persistent-volume-provisioner", [
+            rule(READ + ("create", "delete"), [""], ["persistentvolumes"]),
+            rule(READ + ("update",), [""], ["persistentvolumeclaims"]),
+            rule(READ, ["storage.k8s.io"], ["storageclasses"]),
+            rule(["list", "watch", "create", "update", "patch"], [""], ["events"])]),
         cluster_role("system:kube-controller-manager", [
             rule(["create", "update", "patch"], [""], ["events"]),
             rule(["create"], ["coordination.k8s.io"], ["leases"]),
@@ -179,8 +195,10 @@ def component_roles() -> list[dict]:
         # generic-garbage-collector roles allow; what it creates is listed.
         cluster_role("groundup:controller-manager", [
             rule(READ + ("update", "patch", "delete", "deletecollection"), ["*"], ["*"]),
-            rule(["create"], [""], ["pods", "endpoints", "events", "serviceaccounts", "configmaps"]),
-            rule(["create"], ["apps"], ["replicasets"]),
+            rule(["create"], [""], ["pods", "endpoints", "events", "serviceaccounts", "configmaps",
+                                   "persistentvolumes", "persistentvolumeclaims"]),
+            rule(["create"], ["storage.k8s.io"], ["storageclasses"]),     # the default class, at start
+            rule(["create"], ["apps"], ["replicasets", "controllerrevisions"]),
             rule(["create"], ["batch"], ["jobs"]),
             rule(["create"], ["discovery.k8s.io"], ["endpointslices"]),
             rule(["create"], ["coordination.k8s.io"], ["leases"])]),
@@ -201,7 +219,9 @@ def cluster_role_bindings() -> list[dict]:
         binding("system:kube-controller-manager", "system:kube-controller-manager",
                 ("User", "system:kube-controller-manager")),
         # The users of certs.py (see the docstring).
+        binding("system:volume-scheduler", "system:volume-scheduler", ("User", "system:kube-scheduler")),
         binding("groundup:scheduler", "system:kube-scheduler", ("User", "scheduler")),
+        binding("groundup:volume-scheduler", "system:volume-scheduler", ("User", "scheduler")),
         binding("groundup:controller-manager", "groundup:controller-manager", ("User", "controller-manager")),
         binding(NODES_BINDING, "system:node", ("Group", "system:nodes")),
         binding("groundup:viewer", "view", ("User", "viewer")),

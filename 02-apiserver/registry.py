@@ -88,6 +88,12 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),  # Endpoints, in pieces
 )
 # [END resource-table]
+# Pods with names that last (web-0, web-1...) and disks of their own; the
+# controller keeps its template history as ControllerRevisions.
+RESOURCES += (
+    Resource("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",), ("status", "scale"), ALL),
+    Resource("apps", "v1", "ControllerRevision", "controllerrevisions", True),
+)
 # Who may do what, as API objects (rbac.py reads them to authorize).
 RESOURCES += (
     Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
@@ -99,6 +105,12 @@ RESOURCES += (
 RESOURCES += (
     Resource("networking.k8s.io", "v1", "Ingress", "ingresses", True, ("ing",), ("status",)),
     Resource("networking.k8s.io", "v1", "IngressClass", "ingressclasses", False),
+)
+# Data that outlives its pod: volumes, claims on them, classes that make them.
+RESOURCES += (
+    Resource("", "v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),
+    Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)),
+    Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
 )
 # Who a program in a pod is: its token (sa_tokens.py) names one of these.
 RESOURCES += (

@@ -26,10 +26,15 @@ from framework import Framework
 from inter_pod import InterPodAffinity, SelectorSpread
 from node_filters import NodeAffinity, NodeConditions, NodeName, NodePorts, NodeUnschedulable, TaintToleration
 from node_resources import NodeResourcesBalancedAllocation, NodeResourcesFit, NodeResourcesLeastAllocated
+from volume_filters import VolumeBinding, VolumeRestrictions
 
 
-def default_framework(services: Callable[[], list[dict]] = lambda: []) -> Framework:
-    """services: returns the cluster's Service objects (for SelectorSpread)."""
+def default_framework(services: Callable[[], list[dict]] = lambda: [], *, claims=lambda namespace, name: None,
+                      volumes: Callable[[], list[dict]] = lambda: [], classes=lambda namespace, name: None,
+                      write_selected_node=lambda claim, node: None) -> Framework:
+    """services: returns the cluster's Service objects (for SelectorSpread);
+    claims, volumes and classes: the storage the volume plugins look at
+    (an informer's get or list), and how the chosen node is written on a claim."""
     taints, affinity = TaintToleration(), NodeAffinity()
     filters = [
         NodeConditions(),
@@ -39,6 +44,8 @@ def default_framework(services: Callable[[], list[dict]] = lambda: []) -> Framew
         affinity,
         NodePorts(),
         NodeResourcesFit(),
+        VolumeRestrictions(claims),
+        VolumeBinding(claims, volumes, classes, write_selected_node),
         InterPodAffinity(),
     ]
     scores = [

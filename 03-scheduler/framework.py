@@ -36,14 +36,28 @@ NO_NODES = "no nodes available to schedule pods"
 SKIP = "skip"             # what prepare() returns when the plugin has nothing to check for this pod
 
 
+@dataclass(frozen=True)
+class Rejected:
+    """What prepare() returns when no node can help, whatever the node
+    (Kubernetes' PreFilter answering UnschedulableAndUnresolvable): the
+    pod waits with this reason, e.g. "pod has unbound immediate
+    PersistentVolumeClaims", and no filter runs."""
+    reason: str
+
+
 class Plugin:
     """A named unit of scheduling policy. Override what the plugin does."""
 
     name = "Plugin"
 
-    def prepare(self, pod, nodes: list, state: dict) -> str | None:
+    def prepare(self, pod, nodes: list, state: dict) -> "str | Rejected | None":
         """Work out, once per pod, what filter and score will need (state[self.name]).
-        Return SKIP if this pod gives the plugin nothing to do (it then passes every node)."""
+        Return SKIP if this pod gives the plugin nothing to do (it then passes every node),
+        or Rejected(reason) if no node could take it."""
+
+    def pre_bind(self, pod, node_name: str) -> None:
+        """Once a node is chosen, before the binding: write what must be
+        written first (the volume plugin's choice of node on a claim)."""
 
     def filter(self, pod, node, state: dict) -> tuple[str, ...]:
         """() if the pod may run on node, else the reasons it may not."""
@@ -125,7 +139,11 @@ class Framework:
             return decision
         state: dict = {}
         for plugin in self._prepared:
-            if plugin.prepare(pod, nodes, state) == SKIP:
+            outcome = plugin.prepare(pod, nodes, state)
+            if isinstance(outcome, Rejected):
+                decision.message = f"0/{len(nodes)} nodes are available: {outcome.reason}."
+                return decision
+            if outcome == SKIP:
                 decision.skipped.add(plugin.name)
         feasible = self.run_filters(pod, nodes, state, decision)
         if not feasible:
@@ -136,6 +154,10 @@ class Framework:
         decision.ties = [name for name, total in decision.totals.items() if total == best]
         decision.node = self.round_robin.pick(decision.ties)
         return decision
+
+    def pre_bind(self, pod, node_name: str) -> None:
+        for plugin in self._prepared:
+            plugin.pre_bind(pod, node_name)
 
     def run_filters(self, pod, nodes: list, state: dict, decision: Decision) -> list:
         """The feasible nodes: all of them, or enough (nodes_to_find) in a

@@ -35,6 +35,7 @@ from common.client.events import EventRecorder
 from common.client.informer import Informer
 from common.log import get_logger
 from common.model.keys import object_key
+from common.model.persistent_volumes import SELECTED_NODE
 from common.times import rfc3339
 from default_profile import default_framework
 from framework import Decision
@@ -64,7 +65,13 @@ class Scheduler:
         self.pods = Informer(client, "v1", "pods")
         self.nodes = Informer(client, "v1", "nodes")
         self.services = Informer(client, "v1", "services")
-        self.framework = default_framework(services=self.services.list)
+        # What the volume plugins look at: claims, the volumes behind them, their classes.
+        self.claims = Informer(client, "v1", "persistentvolumeclaims")
+        self.volumes = Informer(client, "v1", "persistentvolumes")
+        self.classes = Informer(client, "storage.k8s.io/v1", "storageclasses")
+        self.framework = default_framework(services=self.services.list, claims=self.claims.get,
+                                           volumes=self.volumes.list, classes=self.classes.get,
+                                           write_selected_node=self.write_selected_node)
         self.framework.explain = explain          # keep each plugin's score per node, to print
         self.binder = ThreadPoolExecutor(bind_workers, thread_name_prefix="bind")
         self._stop = threading.Event()
@@ -79,11 +86,16 @@ class Scheduler:
         only because its pods are not listed yet, so run() waits for this."""
         self.pods.add_handler(self.on_pod_added, self.on_pod_updated, self.on_pod_deleted)
         self.nodes.add_handler(self.on_node_added, self.on_node_updated, self.on_node_deleted)
-        for informer in (self.pods, self.nodes, self.services):
+        for storage in (self.claims, self.volumes, self.classes):
+            # A claim bound, a volume made: a pod waiting for one may fit now.
+            storage.add_handler(on_add=lambda obj: self.queue.cluster_event("storage changed"),
+                                on_update=lambda old, new: self.queue.cluster_event("storage changed"))
+        for informer in self.informers():
             informer.start()
         deadline = None if sync_timeout is None else time.monotonic() + sync_timeout
-        # Services only tune a score: not waited for. The short waits let
-        # stop() end a start that is still waiting for the API server.
+        # Services only tune a score: not waited for; storage neither (a pod
+        # with a claim waits, and is tried again when its claim shows up).
+        # The short waits let stop() end a start that is still waiting for the API server.
         while not (self.pods.has_synced() and self.nodes.has_synced()):
             if self._stop.is_set() or (deadline is not None and time.monotonic() > deadline):
                 return False
@@ -109,11 +121,14 @@ class Scheduler:
         """Stop scheduling; bindings already sent are waited for, events flushed."""
         self._stop.set()
         self.queue.close()
-        for informer in (self.pods, self.nodes, self.services):
+        for informer in self.informers():
             informer.stop(timeout=2)
         self.binder.shutdown(wait=True, cancel_futures=False)
         self.events.stop(timeout=10)           # a burst's backlog of events; what is left is counted as dropped
         self.stopped.set()
+
+    def informers(self) -> tuple[Informer, ...]:
+        return self.pods, self.nodes, self.services, self.claims, self.volumes, self.classes
 
     # ------------------------------------------------ one pod
 
@@ -158,6 +173,8 @@ class Scheduler:
         binding = {"apiVersion": "v1", "kind": "Binding",
                    "metadata": {"name": info.name, "namespace": info.namespace, "uid": info.uid},
                    "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+        if not self.pre_bind(queued, info, node):       # a waiting claim learns its node first
+            return
         try:
             self.client.create_subresource("v1", "pods", info.namespace, info.name, "binding", binding)
         except (NotFound, Conflict) as error:
@@ -179,6 +196,26 @@ class Scheduler:
             self.log.info("bound", obj=info.key, node=node)
             self.events.event(info.pod, "Normal", "Scheduled", f"Successfully assigned {info.key} to {node}")
     # [END scheduler-bind]
+
+    def pre_bind(self, queued: QueuedPod, info: PodInfo, node: str) -> bool:
+        """What the plugins write before the binding (the node, on a waiting
+        claim); False if that failed and the pod is to be tried again."""
+        try:
+            self.framework.pre_bind(info, node)
+        except (APIConnectionError, APIStatusError) as error:
+            self.cache.forget(info.key)
+            self.log.warning("writing the chosen node on a claim failed, will retry", obj=info.key, node=node,
+                             error=str(error))
+            self.queue.backoff(queued)
+            return False
+        return True
+
+    def write_selected_node(self, claim: dict, node: str) -> None:
+        """The node chosen for a pod whose WaitForFirstConsumer claim waits: the binder binds there."""
+        self.client.patch("v1", "persistentvolumeclaims", claim["metadata"]["namespace"], claim["metadata"]["name"],
+                          {"metadata": {"annotations": {SELECTED_NODE: node}}})
+        self.log.info("selected node for claim", obj=f"{claim['metadata']['namespace']}/{claim['metadata']['name']}",
+                      node=node)
 
     def record_unschedulable(self, pod: dict, decision: Decision) -> None:
         """Say why, where a person looks: a FailedScheduling event and the

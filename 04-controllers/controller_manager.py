@@ -34,11 +34,15 @@ from endpoints import EndpointsController  # noqa: E402
 from endpointslice import MAX_ENDPOINTS_PER_SLICE, EndpointSliceController  # noqa: E402
 from garbage_collector import GarbageCollector  # noqa: E402
 from job import JobController  # noqa: E402
+from local_path import DEFAULT_ROOT, LocalPathProvisioner  # noqa: E402
 from namespace import NamespaceController  # noqa: E402
+from pvc_protection import PVCProtectionController  # noqa: E402
 from node_ipam import NodeIpamController  # noqa: E402
 from node_lifecycle import NodeLifecycleController  # noqa: E402
 from replicaset import ReplicaSetController, ReplicationControllerController  # noqa: E402
 from serviceaccounts import RootCACertPublisher, ServiceAccountsController  # noqa: E402
+from statefulset import StatefulSetController  # noqa: E402
+from volume_binder import VolumeBinderController  # noqa: E402
 
 # Kubernetes' names, in the order they start.
 CONTROLLERS = {
@@ -48,6 +52,7 @@ CONTROLLERS = {
     "endpoints": EndpointsController,
     "endpointslice": EndpointSliceController,
     "daemonset": DaemonSetController,
+    "statefulset": StatefulSetController,
     "job": JobController,
     "cronjob": CronJobController,
     "nodelifecycle": NodeLifecycleController,
@@ -56,6 +61,9 @@ CONTROLLERS = {
     "namespace": NamespaceController,
     "serviceaccount": ServiceAccountsController,
     "root-ca-cert-publisher": RootCACertPublisher,
+    "persistentvolume-binder": VolumeBinderController,
+    "local-path-provisioner": LocalPathProvisioner,     # ours: Kubernetes runs a provisioner as an add-on
+    "pvc-protection": PVCProtectionController,
 }
 
 
@@ -92,6 +100,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help=f"endpoints in one EndpointSlice at most (default {MAX_ENDPOINTS_PER_SLICE})")
     parser.add_argument("--root-ca-file", help="the CA published in every namespace as the kube-root-ca.crt "
                                                "ConfigMap (make certs: .certs/ca.crt); without it, none is")
+    parser.add_argument("--local-path-root", default=DEFAULT_ROOT,
+                        help=f"where on a node the local-path provisioner puts volumes (default {DEFAULT_ROOT})")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     kubeconfig.add_flags(parser)
     leader_election.add_flags(parser, "kube-controller-manager")
@@ -106,7 +116,8 @@ def settings(args: argparse.Namespace) -> dict[str, dict]:
                               "default_toleration_seconds": args.default_toleration_seconds},
             "nodeipam": {"cluster_cidr": args.cluster_cidr, "node_cidr_mask_size": args.node_cidr_mask_size},
             "endpointslice": {"max_endpoints_per_slice": args.max_endpoints_per_slice},
-            "root-ca-cert-publisher": {"root_ca_file": args.root_ca_file}}
+            "root-ca-cert-publisher": {"root_ca_file": args.root_ca_file},
+            "local-path-provisioner": {"root": args.local_path_root}}
 
 
 def start_controllers(controllers: list, log) -> None:

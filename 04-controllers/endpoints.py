@@ -45,6 +45,17 @@ def service_selects(service: dict, pod: dict) -> bool:
         and Selector.from_labels(selector).matches(pod["metadata"].get("labels"))
 
 
+def dns_hostname(service: dict, pod: dict) -> str:
+    """The pod's own DNS label under this Service, or "". A pod whose
+    subdomain is the Service's name (a StatefulSet's: hostname web-0,
+    subdomain nginx) is web-0.nginx.<namespace>.svc.cluster.local: the DNS
+    server learns that name from the address's hostname."""
+    spec = pod.get("spec") or {}
+    if spec.get("hostname") and spec.get("subdomain") == service["metadata"]["name"]:
+        return spec["hostname"]
+    return ""
+
+
 def is_ready(pod: dict) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or [])
@@ -70,6 +81,8 @@ def subsets_for(service: dict, pods: list[dict]) -> list[dict]:
         address = {"ip": ip, "nodeName": pod["spec"].get("nodeName"),
                    "targetRef": {"kind": "Pod", "namespace": pod["metadata"]["namespace"],
                                  "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}}
+        if hostname := dns_hostname(service, pod):
+            address["hostname"] = hostname
         subset = groups.setdefault(tuple(sorted((p.get("name", ""), p["port"]) for p in ports)),
                                    {"addresses": [], "notReadyAddresses": [], "ports": ports})
         subset["addresses" if is_ready(pod) else "notReadyAddresses"].append(address)

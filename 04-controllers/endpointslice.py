@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from common.client.client import NotFound
 from controller import Controller, split_key
-from endpoints import resolve_port, service_selects
+from endpoints import dns_hostname, resolve_port, service_selects
 from expectations import Expectations
 from pods import is_ready
 
@@ -85,6 +85,8 @@ def endpoint_for(service: dict, pod: dict, address_type: str) -> dict | None:
         endpoint["nodeName"] = pod["spec"]["nodeName"]
     meta = pod["metadata"]
     endpoint["targetRef"] = {"kind": "Pod", "namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]}
+    if hostname := dns_hostname(service, pod):
+        endpoint["hostname"] = hostname
     return endpoint
 # [END endpoint-for-pod]
 

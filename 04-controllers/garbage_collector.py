@@ -38,6 +38,8 @@ FOREGROUND = "foregroundDeletion"
 WATCHED = (
     ("v1", "pods"), ("apps/v1", "replicasets"), ("apps/v1", "deployments"), ("apps/v1", "daemonsets"),
     ("batch/v1", "jobs"), ("batch/v1", "cronjobs"), ("v1", "replicationcontrollers"),
+    ("apps/v1", "statefulsets"), ("apps/v1", "controllerrevisions"),
+    ("v1", "persistentvolumeclaims"),      # a StatefulSet's, by its retention policy
     ("discovery.k8s.io/v1", "endpointslices"),
     ("v1", "configmaps"), ("v1", "secrets"), ("v1", "services"),
     ("v1", "nodes"),                       # own mirror pods and kubelets' Leases

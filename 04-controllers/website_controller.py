@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common.client import kubeconfig  # noqa: E402
-from common.client.client import NotFound, client_from_args  # noqa: E402
+from common.client.client import AlreadyExists, NotFound, client_from_args  # noqa: E402
 from common.client.events import EventRecorder  # noqa: E402
 from common.log import get_logger  # noqa: E402
 from controller import Controller, Informers, split_key  # noqa: E402
@@ -127,8 +127,14 @@ class WebsiteController(Controller):
         meta = wanted["metadata"]
         current = informer.get(meta["namespace"], meta["name"])
         if current is None:
+            try:
+                created = self.client.create(group_version, plural, wanted, meta["namespace"])
+            except AlreadyExists:
+                # Made by our previous reconcile, which the cache has not
+                # caught up with yet: nothing was created now, so no event.
+                return self.client.get(group_version, plural, meta["namespace"], meta["name"])
             self.events.event(website, "Normal", "Created", f"Created {wanted['kind']} {meta['name']}")
-            return self.client.create(group_version, plural, wanted, meta["namespace"])
+            return created
         if controller_of(current) is None or controller_of(current).get("uid") != website["metadata"]["uid"]:
             self.events.event(website, "Warning", "NotOwned",
                               f"{wanted['kind']} {meta['name']} exists and is not this Website's: leaving it alone")

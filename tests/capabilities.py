@@ -84,7 +84,7 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
         "test_lifecycle_cluster.py::test_kubectl_delete_grace_period_*")),
     Capability("volumes", f"{KUBELET_JOINS}#configmaps-and-secrets-what-the-kubelet-fetches", (
         "test_lifecycle.py::*empty_dir*", "test_api_volumes.py", "test_api_volume_payloads.py",
-        "test_sa_token_volume.py")),
+        "test_sa_token_volume.py", "test_claim_volumes.py")),
     Capability("status, logs and stats", f"{KUBELET_LESSON}#status", (
         "test_decisions.py::test_pod_phase", "test_decisions.py::test_qos_class",
         "test_lifecycle.py::test_read_only_port_*", "test_lifecycle.py::test_container_logs_*",
@@ -112,8 +112,8 @@ CHAPTER_02 = Chapter("02", "the API server", "tests/apiserver", (
         "test_watch.py", "test_watch_restart.py", "test_informer.py", "test_events.py")),
     Capability("REST, kinds and validation", f"{STORE}#one-path-for-every-request", (
         "test_rest.py", "test_types.py", "test_field_validation.py", "test_custom_resources.py",
-        "test_rc_and_cronjob_kinds.py", "test_service_ips.py", "test_leases.py", "test_hostile.py",
-        "test_hostile_http.py", "test_metrics.py")),
+        "test_rc_and_cronjob_kinds.py", "test_statefulset_kinds.py", "test_service_ips.py", "test_leases.py", "test_hostile.py",
+        "test_hostile_http.py", "test_metrics.py", "test_storage_kinds.py")),
     Capability("the real kubectl", f"{RUN_SERVER}#3-the-real-kubectl", (
         "test_kubectl.py", "test_kubectl_versions.py", "test_printers.py", "test_patches.py",
         "test_negotiation.py", "test_protobuf.py", "test_openapi.py", "test_discovery_versions.py",
@@ -139,6 +139,7 @@ RUN_SCHEDULER = "03-scheduler/lesson-2-run-the-scheduler.md"
 
 CHAPTER_03 = Chapter("03", "the scheduler", "tests/scheduler", (
     Capability("filters: does the pod fit?", f"{SCHEDULE}#a-filter-does-the-pod-fit", ("test_scheduler_filters.py",)),
+    Capability("volumes: where the data is", f"{SCHEDULE}#volumes-where-the-data-is", ("test_volume_filters.py",)),
     Capability("scores and ties", f"{SCHEDULE}#a-score-the-emptiest-node", ("test_scheduler_scores.py",)),
     Capability("the queue and the cache", f"{SCHEDULE}#when-nothing-fits", ("test_scheduler_queue_and_cache.py",)),
     Capability("another scheduler", f"{RUN_SCHEDULER}#12-another-scheduler", (
@@ -161,9 +162,11 @@ CHAPTER_04 = Chapter("04", "the controllers", "tests/controllers", (
     Capability("nodes that go quiet", f"{CONTROLLERS}#nodes-that-go-quiet", (
         "test_node_lifecycle.py", "test_node_ipam.py")),
     Capability("owners that go", f"{CONTROLLERS}#owners-that-go", ("test_garbage_collector.py", "test_namespace.py")),
+    Capability("claims and volumes", f"{CONTROLLERS}#claims-and-volumes", ("test_volume_binder.py",)),
     Capability("DaemonSets, Jobs and CronJobs",
                "04-controllers/lesson-1-run-the-controllers.md#7-node2-comes-back-a-daemonset-and-a-job", (
                    "test_daemonset.py", "test_job.py", "test_cronjob.py")),
+    Capability("StatefulSets", "04-controllers/README.md#build-it", ("test_statefulset.py",)),
     Capability("your own kind",
                "04-controllers/lesson-2-your-own-kind.md#the-operator-04-controllerswebsite_controllerpy",
                ("test_website_operator.py",)),

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
 
+from common.model.quantity import QuantityError, parse_quantity
+
 from . import pod_printer
 from .printer_formats import (NONE, UNKNOWN, as_dict, as_int, as_list, as_str, between, dicts,
                              dig, format_label_selector, format_labels, join_host_port, since)
@@ -621,7 +623,140 @@ for _kind, _printer in (("Role", ROLE), ("ClusterRole", ROLE),
                         ("RoleBinding", BINDING), ("ClusterRoleBinding", BINDING)):
     PRINTERS[("rbac.authorization.k8s.io", _kind)] = _printer
 
+# StatefulSets and their history, with Kubernetes' columns.
+def statefulset_cells(sts: dict, now: datetime) -> list:
+    desired = as_int(dig(sts, "spec", "replicas"), 1)   # the API's default
+    containers, images = template_containers(sts)
+    return [name_of(sts), f"{as_int(dig(sts, 'status', 'readyReplicas'))}/{desired}", age(sts, now),
+            containers, images]
+
+
+def controller_revision_cells(revision: dict, now: datetime) -> list:
+    """CONTROLLER is kind.group/name of the owner, as kubectl writes a resource."""
+    owner = next((ref for ref in dicts(dig(revision, "metadata", "ownerReferences")) if ref.get("controller")),
+                 None)
+    if owner is None:
+        controller = NONE
+    else:
+        group = as_str(owner.get("apiVersion")).rpartition("/")[0]
+        kind = as_str(owner.get("kind")).lower()
+        controller = f"{kind}.{group}/{as_str(owner.get('name'))}" if group else f"{kind}/{as_str(owner.get('name'))}"
+    return [name_of(revision), controller, as_int(revision.get("revision")), age(revision, now)]
+
+
+PRINTERS[("apps", "StatefulSet")] = Printer((
+    NAME, Column("Ready", "Ready pods out of those asked for."), AGE, CONTAINERS, IMAGES,
+), statefulset_cells)
+PRINTERS[("apps", "ControllerRevision")] = Printer((
+    NAME, Column("Controller", "The object whose history this is (kind.group/name)."),
+    Column("Revision", "The revision number, counting up from 1.", "integer"), AGE,
+), controller_revision_cells)
+
 # As Kubernetes prints definitions: the creation time itself, not an age.
 PRINTERS[("apiextensions.k8s.io", "CustomResourceDefinition")] = Printer((
     NAME, Column("Created At", "When the definition was created (metadata.creationTimestamp).", "date"),
 ), lambda obj, now: [name_of(obj), dig(obj, "metadata", "creationTimestamp")])
+
+
+# --- Storage: PersistentVolume, PersistentVolumeClaim, StorageClass ------------------
+# Kubernetes' columns (pkg/printers/internalversion/printers.go, 1.33): a
+# volume's size, who may mount it how, what happens to it when its claim
+# goes, and which claim holds it; a claim's volume once it is bound.
+
+UNSET = "<unset>"
+DEFAULT_CLASS_ANNOTATIONS = ("storageclass.kubernetes.io/is-default-class",
+                             "storageclass.beta.kubernetes.io/is-default-class")
+BETA_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
+
+
+def access_modes(modes) -> str:
+    """ "RWO,RWX": the short names, in Kubernetes' fixed order, each once."""
+    given = set(m for m in as_list(modes) if isinstance(m, str))
+    short = (("ReadWriteOnce", "RWO"), ("ReadOnlyMany", "ROX"), ("ReadWriteMany", "RWX"),
+             ("ReadWriteOncePod", "RWOP"))
+    return ",".join(abbreviation for mode, abbreviation in short if mode in given)
+
+
+def storage_size(amounts) -> str:
+    """The storage quantity as Kubernetes writes it back ("5Gi"); "0" if there is none."""
+    try:
+        return str(parse_quantity(as_dict(amounts).get("storage", 0)))
+    except (QuantityError, TypeError, ValueError):
+        return UNKNOWN
+
+
+def storage_class_of(obj: dict) -> str:
+    """The class a volume or claim names; the old annotation, where set, wins (as in Kubernetes)."""
+    annotation = as_dict(dig(obj, "metadata", "annotations")).get(BETA_CLASS_ANNOTATION)
+    return as_str(annotation) if annotation else as_str(dig(obj, "spec", "storageClassName"))
+
+
+def phase_or_terminating(obj: dict) -> str:
+    return "Terminating" if dig(obj, "metadata", "deletionTimestamp") else as_str(dig(obj, "status", "phase"))
+
+
+def persistent_volume_cells(pv: dict, now: datetime) -> list:
+    spec = as_dict(pv.get("spec"))
+    ref = as_dict(spec.get("claimRef"))
+    claim = f"{as_str(ref.get('namespace'))}/{as_str(ref.get('name'))}" if spec.get("claimRef") else ""
+    return [name_of(pv), storage_size(spec.get("capacity")), access_modes(spec.get("accessModes")),
+            as_str(spec.get("persistentVolumeReclaimPolicy")), phase_or_terminating(pv), claim,
+            storage_class_of(pv), as_str(spec.get("volumeAttributesClassName")) or UNSET,
+            as_str(dig(pv, "status", "reason")), age(pv, now), as_str(spec.get("volumeMode")) or UNSET]
+
+
+def persistent_volume_claim_cells(pvc: dict, now: datetime) -> list:
+    spec, status = as_dict(pvc.get("spec")), as_dict(pvc.get("status"))
+    volume = as_str(spec.get("volumeName"))
+    # Size and modes are the volume's, known once the claim has one.
+    capacity = storage_size(status.get("capacity")) if volume else ""
+    modes = access_modes(status.get("accessModes")) if volume else ""
+    return [name_of(pvc), phase_or_terminating(pvc), volume, capacity, modes, storage_class_of(pvc),
+            as_str(spec.get("volumeAttributesClassName")) or UNSET, age(pvc, now),
+            as_str(spec.get("volumeMode")) or UNSET]
+
+
+def is_default_class(storage_class: dict) -> bool:
+    annotations = as_dict(dig(storage_class, "metadata", "annotations"))
+    return any(annotations.get(a) == "true" for a in DEFAULT_CLASS_ANNOTATIONS)
+
+
+def storage_class_cells(storage_class: dict, now: datetime) -> list:
+    name = name_of(storage_class) + (" (default)" if is_default_class(storage_class) else "")
+    return [name, as_str(storage_class.get("provisioner")),
+            as_str(storage_class.get("reclaimPolicy")) or "Delete",         # the API's defaults
+            as_str(storage_class.get("volumeBindingMode")) or "Immediate",
+            storage_class.get("allowVolumeExpansion") is True, age(storage_class, now)]
+
+
+VOLUME_MODE = Column("VolumeMode", "Filesystem (a directory) or Block (a raw device).", priority=1)
+VOLUME_ATTRIBUTES_CLASS = Column("VolumeAttributesClass", "The volume's attributes class, if any (not served here).")
+PRINTERS[("", "PersistentVolume")] = Printer((
+    NAME,
+    Column("Capacity", "How much the volume holds (spec.capacity.storage)."),
+    Column("Access Modes", "How it may be mounted: RWO one node, ROX many read-only, RWX many, RWOP one pod."),
+    Column("Reclaim Policy", "What happens to it when its claim goes: Retain or Delete."),
+    Column("Status", "Available, Bound, Released, Failed, or Pending before the binder saw it."),
+    Column("Claim", "The claim bound to it, namespace/name."),
+    Column("StorageClass", "The class it belongs to."),
+    VOLUME_ATTRIBUTES_CLASS,
+    Column("Reason", "Why it is in its phase, for a Failed volume."),
+    AGE, VOLUME_MODE,
+), persistent_volume_cells)
+PRINTERS[("", "PersistentVolumeClaim")] = Printer((
+    NAME,
+    Column("Status", "Pending until bound to a volume, then Bound (Lost if the volume goes)."),
+    Column("Volume", "The volume bound to the claim."),
+    Column("Capacity", "The bound volume's size."),
+    Column("Access Modes", "The bound volume's access modes."),
+    Column("StorageClass", "The class the claim asks for."),
+    VOLUME_ATTRIBUTES_CLASS, AGE, VOLUME_MODE,
+), persistent_volume_claim_cells)
+PRINTERS[("storage.k8s.io", "StorageClass")] = Printer((
+    NAME,
+    Column("Provisioner", "The program that makes volumes of this class."),
+    Column("ReclaimPolicy", "What happens to its volumes when their claims go: Delete or Retain."),
+    Column("VolumeBindingMode", "Immediate, or WaitForFirstConsumer: bind once a pod using the claim is scheduled."),
+    Column("AllowVolumeExpansion", "Whether a claim of this class may grow."),
+    AGE,
+), storage_class_cells)

@@ -319,8 +319,9 @@ def _int_or_string(fields: dict, where: str):
     return _signed(_number(_last(fields.get(2)), where))
 
 
-def _fields_v1(fields: dict, where: str):
-    """metav1.FieldsV1 (managedFields): {1: raw JSON}."""
+def _raw_json(fields: dict, where: str):
+    """metav1.FieldsV1 (managedFields) and runtime.RawExtension (a
+    ControllerRevision's data): {1: raw JSON}."""
     raw = _last(fields.get(1))
     try:
         return None if raw is None else json.loads(_bytes(raw, where))
@@ -329,7 +330,8 @@ def _fields_v1(fields: dict, where: str):
 
 
 SPECIAL_TYPES = {"meta/v1.Time": _time, "meta/v1.MicroTime": _micro_time, "resource.Quantity": _quantity,
-                 "intstr.IntOrString": _int_or_string, "meta/v1.FieldsV1": _fields_v1}
+                 "intstr.IntOrString": _int_or_string, "meta/v1.FieldsV1": _raw_json,
+                 "runtime.RawExtension": _raw_json}
 
 
 def object_from_request(body: bytes, resource) -> dict:

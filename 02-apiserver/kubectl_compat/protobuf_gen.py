@@ -47,8 +47,9 @@ def api_package(group: str, version: str) -> str:
 PACKAGES = {"meta/v1": ("apimachinery", "pkg/apis/meta/v1")}
 # Types whose Go JSON is not their struct's (a custom MarshalJSON): protobuf.py
 # knows each one by name, so the table stops at them.
-# (Duration and RawExtension would be two more; no served kind has one yet.)
-LEAVES = {"meta/v1.Time", "meta/v1.MicroTime", "meta/v1.FieldsV1", "resource.Quantity", "intstr.IntOrString"}
+# (Duration would be one more; no served kind has one yet.)
+LEAVES = {"meta/v1.Time", "meta/v1.MicroTime", "meta/v1.FieldsV1", "resource.Quantity", "intstr.IntOrString",
+          "runtime.RawExtension"}     # a ControllerRevision's data
 NAMED_SCALARS = {"types.UID": "string"}
 SCALARS = {"string", "bool", "int32", "int64", "float64"}
 

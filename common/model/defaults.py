@@ -336,6 +336,37 @@ def _default_daemon_set(ds: dict) -> None:
     _default_template(spec)
 
 
+def _default_stateful_set(sts: dict) -> None:
+    """Kubernetes' apps/v1 defaults: pods one after another, rolling updates
+    with no partition, claims kept whatever happens to the pods."""
+    spec = _object_at(sts, "spec")
+    if spec is None:
+        return
+    _set_default(spec, "podManagementPolicy", "OrderedReady")
+    strategy = _object_at(spec, "updateStrategy", create=True)
+    if strategy is not None:
+        _set_default(strategy, "type", "RollingUpdate")
+        if strategy.get("type") == "RollingUpdate":
+            rolling = _object_at(strategy, "rollingUpdate", create=True)
+            if rolling is not None:
+                _set_default(rolling, "partition", 0)
+    policy = _object_at(spec, "persistentVolumeClaimRetentionPolicy", create=True)
+    if policy is not None:
+        _set_default(policy, "whenDeleted", "Retain")
+        _set_default(policy, "whenScaled", "Retain")
+    _set_default(spec, "replicas", 1)
+    _set_default(spec, "revisionHistoryLimit", 10)
+    for claim in _objects_in(spec, "volumeClaimTemplates"):
+        # Each template is defaulted as the claim it will become.
+        claim_spec = _object_at(claim, "spec")
+        if claim_spec is not None:
+            _set_default(claim_spec, "volumeMode", "Filesystem")
+        claim_status = _object_at(claim, "status", create=True)
+        if claim_status is not None:
+            _set_default(claim_status, "phase", "Pending")
+    _default_template(spec)
+
+
 def _default_job(job: dict) -> None:
     spec = _object_at(job, "spec")
     if spec is None:
@@ -395,6 +426,37 @@ def _default_binding(binding: dict) -> None:
             subject["apiGroup"] = "rbac.authorization.k8s.io"
 
 
+# Storage (pkg/apis/core/v1 and pkg/apis/storage/v1 defaults.go). A new
+# volume or claim is Pending until the binder looks at it; a volume the user
+# made keeps its data when its claim goes (Retain), while a class, whose
+# volumes were made for their claims, deletes them with it (Delete).
+def _default_persistent_volume(pv: dict) -> None:
+    spec = _object_at(pv, "spec")
+    if spec is not None:
+        _set_default(spec, "persistentVolumeReclaimPolicy", "Retain")
+        _set_default(spec, "volumeMode", "Filesystem")
+        host_path = _object_at(spec, "hostPath")
+        if host_path is not None:
+            _set_default(host_path, "type", "")
+    status = _object_at(pv, "status", create=True)
+    if status is not None:
+        _set_default(status, "phase", "Pending")
+
+
+def _default_persistent_volume_claim(pvc: dict) -> None:
+    spec = _object_at(pvc, "spec")
+    if spec is not None:
+        _set_default(spec, "volumeMode", "Filesystem")
+    status = _object_at(pvc, "status", create=True)
+    if status is not None:
+        _set_default(status, "phase", "Pending")
+
+
+def _default_storage_class(storage_class: dict) -> None:
+    _set_default(storage_class, "reclaimPolicy", "Delete")
+    _set_default(storage_class, "volumeBindingMode", "Immediate")
+
+
 _DEFAULTERS = {
     ("", "Pod"): _default_pod,
     ("", "Namespace"): _default_namespace,
@@ -406,10 +468,14 @@ _DEFAULTERS = {
     ("apps", "ReplicaSet"): _default_replica_set,
     ("apps", "Deployment"): _default_deployment,
     ("apps", "DaemonSet"): _default_daemon_set,
+    ("apps", "StatefulSet"): _default_stateful_set,
     ("batch", "Job"): _default_job,
     ("batch", "CronJob"): _default_cron_job,
     ("rbac.authorization.k8s.io", "RoleBinding"): _default_binding,
     ("rbac.authorization.k8s.io", "ClusterRoleBinding"): _default_binding,
+    ("", "PersistentVolume"): _default_persistent_volume,
+    ("", "PersistentVolumeClaim"): _default_persistent_volume_claim,
+    ("storage.k8s.io", "StorageClass"): _default_storage_class,
 }
 
 

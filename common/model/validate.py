@@ -26,6 +26,8 @@ from common.model import validation_core as core
 from common.model import validation_discovery as discovery
 from common.model import validation_networking as networking
 from common.model import validation_rbac as rbac
+from common.model import validation_statefulset as statefulset
+from common.model import validation_storage as storage
 from common.model.field_errors import FieldError, child, forbidden, go_string_slice, invalid, required
 from common.model.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 from common.model.validation import (_type_error, validate_object_meta, validate_pod_spec,
@@ -103,6 +105,25 @@ KINDS.update({
     ("networking.k8s.io", "IngressClass"): KindRules("networking.k8s.io/v1", False,
                                                      networking.validate_ingress_class,
                                                      networking.validate_ingress_class_update),
+})
+# Pods with stable names and disks, and the template history their controller keeps.
+KINDS.update({
+    ("apps", "StatefulSet"): KindRules("apps/v1", True, statefulset.validate_stateful_set,
+                                       statefulset.validate_stateful_set_update,
+                                       statefulset.validate_stateful_set_status),
+    ("apps", "ControllerRevision"): KindRules("apps/v1", True, statefulset.validate_controller_revision,
+                                              statefulset.validate_controller_revision_update),
+})
+# Storage: volumes, the claims on them, and the classes that make them.
+KINDS.update({
+    ("", "PersistentVolume"): KindRules("v1", False, storage.validate_persistent_volume,
+                                        storage.validate_persistent_volume_update,
+                                        storage.validate_persistent_volume_status),
+    ("", "PersistentVolumeClaim"): KindRules("v1", True, storage.validate_persistent_volume_claim,
+                                             storage.validate_persistent_volume_claim_update,
+                                             storage.validate_persistent_volume_claim_status),
+    ("storage.k8s.io", "StorageClass"): KindRules("storage.k8s.io/v1", False, storage.validate_storage_class,
+                                                  storage.validate_storage_class_update),
 })
 # Who may do what (RBAC); their names may hold ":", as in system:node.
 KINDS.update({

@@ -91,6 +91,19 @@ def valid(kind):
                                "updateStrategy": {"type": "RollingUpdate",
                                                   "rollingUpdate": {"maxUnavailable": 1}},
                                "template": copy.deepcopy(TEMPLATE)}},
+        "StatefulSet": {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+                        "spec": {"serviceName": "nginx", "replicas": 3, "podManagementPolicy": "Parallel",
+                                 "selector": {"matchLabels": {"app": "web"}},
+                                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 1}},
+                                 "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete",
+                                                                          "whenScaled": "Retain"},
+                                 "template": copy.deepcopy(TEMPLATE),
+                                 "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {
+                                     "accessModes": ["ReadWriteOnce"],
+                                     "resources": {"requests": {"storage": "1Gi"}}}}]}},
+        "ControllerRevision": {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+                               "metadata": {"name": "web-6b9c7d5f8"}, "revision": 2,
+                               "data": {"spec": {"template": {"$patch": "replace"}}}},
         "Job": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi"},
                 "spec": {"completions": 3, "parallelism": 2, "backoffLimit": 4,
                          "template": {"spec": {"restartPolicy": "Never", "containers": [
@@ -134,6 +147,24 @@ def valid(kind):
                          "spec": {"controller": "groundup.dev/ingress-controller",
                                   "parameters": {"kind": "ConfigMap", "name": "ingress", "scope": "Namespace",
                                                  "namespace": "kube-system"}}},
+        "PersistentVolume": {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "disk-1"},
+                             "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                                      "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "local",
+                                      "local": {"path": "/mnt/disk-1"},
+                                      "claimRef": {"namespace": "default", "name": "data"},
+                                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                                          {"key": "kubernetes.io/hostname", "operator": "In",
+                                           "values": ["node-1"]}]}]}}}},
+        "PersistentVolumeClaim": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                  "metadata": {"name": "data", "namespace": "default"},
+                                  "spec": {"accessModes": ["ReadWriteOncePod"], "storageClassName": "local",
+                                           "selector": {"matchLabels": {"tier": "db"}},
+                                           "resources": {"requests": {"storage": "5Gi"}}}},
+        "StorageClass": {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                         "metadata": {"name": "local-path"}, "provisioner": "groundup.local/local-path",
+                         "parameters": {"root": "/var/lib/groundup/volumes"}, "reclaimPolicy": "Retain",
+                         "volumeBindingMode": "WaitForFirstConsumer", "allowVolumeExpansion": False,
+                         "mountOptions": ["noatime"]},
         "Role": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
                  "metadata": {"name": "pod-reader", "namespace": "team-a"},
                  "rules": [{"apiGroups": [""], "resources": ["pods", "pods/log"], "verbs": ["get", "list"]},
@@ -633,7 +664,7 @@ def test_no_new_finalizers_while_deleting(changes, expected):
 def _with_identity(obj):
     obj = copy.deepcopy(obj)
     obj["metadata"].update(namespace="a", uid="u1", creationTimestamp="2024-01-01T00:00:00Z")
-    if obj["kind"] in ("Node", "Namespace", "ClusterRole", "ClusterRoleBinding", "IngressClass"):  # cluster-scoped
+    if not KINDS[(GROUPS[obj["kind"]], obj["kind"])].namespaced:                     # cluster-scoped
         del obj["metadata"]["namespace"]
     return obj
 

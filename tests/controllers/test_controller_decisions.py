@@ -75,12 +75,14 @@ def test_expectations_hold_reconcile_until_the_creates_are_seen():
 
 
 @pytest.mark.parametrize("spec, names", [
-    ("*", ["replicaset", "replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
-           "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace", "serviceaccount",
-           "root-ca-cert-publisher"]),
-    ("*,-replicaset", ["replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset", "job",
-                       "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace",
-                       "serviceaccount", "root-ca-cert-publisher"]),
+    ("*", ["replicaset", "replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset",
+           "statefulset", "job", "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace",
+           "serviceaccount", "root-ca-cert-publisher", "persistentvolume-binder", "local-path-provisioner",
+           "pvc-protection"]),
+    ("*,-replicaset", ["replicationcontroller", "deployment", "endpoints", "endpointslice", "daemonset",
+                       "statefulset", "job", "cronjob", "nodelifecycle", "nodeipam", "garbagecollector", "namespace",
+                       "serviceaccount", "root-ca-cert-publisher", "persistentvolume-binder",
+                       "local-path-provisioner", "pvc-protection"]),
     ("replicaset", ["replicaset"]),
 ])
 def test_choosing_controllers(spec, names):

@@ -33,6 +33,17 @@ def test_a_named_target_port_is_resolved_per_pod(target, ports, expected):
     assert resolve_port({"port": 80, "targetPort": target}, pod("a", "10.0.0.1", ports=ports)) == expected
 
 
+@pytest.mark.parametrize("hostname, subdomain, expected", [
+    ("web-0", "web", "web-0"),         # a StatefulSet's pod under its headless Service: web-0.web.default.svc
+    ("web-0", "other", None),          # another Service's subdomain: no name here
+    ("", "web", None),                 # no hostname of its own
+])
+def test_a_pod_that_names_the_service_as_its_subdomain_gets_its_hostname(hostname, subdomain, expected):
+    the_pod = pod("web-0", "10.0.0.1")
+    the_pod["spec"].update(hostname=hostname, subdomain=subdomain)
+    assert subsets_for(SERVICE, [the_pod])[0]["addresses"][0].get("hostname") == expected
+
+
 def test_ready_and_not_ready_pods_and_pods_without_an_address():
     subsets = subsets_for(SERVICE, [pod("a", "10.0.0.1"), pod("b", "10.0.0.2", ready=False),
                                     pod("c", None), pod("d", "10.0.0.4", deleting=True)])

@@ -56,6 +56,14 @@ def test_a_pods_endpoint_and_its_conditions(the_pod, expected):
         assert endpoint["targetRef"] == {"kind": "Pod", "namespace": "default", "name": "a", "uid": "uid-a"}
 
 
+def test_a_pod_under_its_subdomain_service_has_a_hostname():
+    the_pod = pod("web-0")
+    the_pod["spec"].update(hostname="web-0", subdomain=SERVICE["metadata"]["name"])
+    assert endpoint_for(SERVICE, the_pod, "IPv4")["hostname"] == "web-0"
+    the_pod["spec"]["subdomain"] = "other"
+    assert "hostname" not in endpoint_for(SERVICE, the_pod, "IPv4")
+
+
 def test_publish_not_ready_addresses_makes_every_endpoint_ready():
     service = {**SERVICE, "spec": {**SERVICE["spec"], "publishNotReadyAddresses": True}}
     assert endpoint_for(service, pod("a", ready=False), "IPv4")["conditions"] == conditions(ready=True)
