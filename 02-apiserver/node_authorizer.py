@@ -5,7 +5,8 @@ some Secrets and ConfigMaps (its pods' volumes and environment), but RBAC
 can only say "all Secrets" or "the Secrets with these names", and which
 names a node needs changes with every pod scheduled to it. So Kubernetes
 asks the cluster instead: a node may get a Secret or ConfigMap only if a
-pod bound to it (spec.nodeName) refers to it. Everything else a kubelet
+pod bound to it (spec.nodeName) refers to it; so with the
+PersistentVolumeClaims its pods mount and the volumes those are bound to. Everything else a kubelet
 does (watch pods, report node and pod status, write events) it may do as
 Kubernetes' system:node role says, and its Lease only if the Lease bears
 its name; which Node and which pods it may *change* is NodeRestriction's
@@ -28,6 +29,7 @@ from common.model.lenient import as_dict, as_list
 NODE_GROUP = "system:nodes"
 NODE_PREFIX = "system:node:"
 PODS = registry.for_kind("", "Pod")
+CLAIMS = registry.for_kind("", "PersistentVolumeClaim")
 LEASE_NAMESPACE = "kube-node-lease"
 
 
@@ -92,6 +94,9 @@ class NodeAuthorizer:
             return "no opinion", ""
         if a.is_resource_request and a.api_group == "" and a.resource in ("secrets", "configmaps"):
             return self._read_for_pods(node, a)
+        if a.is_resource_request and a.api_group == "" and a.resource in ("persistentvolumeclaims",
+                                                                          "persistentvolumes"):
+            return self._storage_for_pods(node, a)
         if a.is_resource_request and a.api_group == "" and a.resource == "serviceaccounts":
             return self._token_for_pods(node, a)
         if a.is_resource_request and a.api_group == "coordination.k8s.io" and a.resource == "leases":
@@ -106,6 +111,27 @@ class NodeAuthorizer:
         kind = "secret" if a.resource == "secrets" else "configMap"
         pods, _ = self.store.list(PODS, a.namespace)
         if any(p.get("spec", {}).get("nodeName") == node and a.name in referenced(p, kind) for p in pods):
+            return "allow", ""
+        return "no opinion", f"no relationship found between node '{node}' and this object"
+
+    def _storage_for_pods(self, node: str, a: Attributes) -> tuple[str, str]:
+        """A claim a pod on this node mounts (and its status, which a kubelet
+        updates when a volume grows), or the volume such a claim is bound to:
+        Kubernetes' graph of pod -> claim -> volume."""
+        verbs = ("get", "update", "patch") if a.subresource == "status" else ("get",)
+        if a.verb not in verbs or not a.name or (a.subresource and a.resource != "persistentvolumeclaims"):
+            return "no opinion", "can only get individual resources of this type"
+        pods, _ = self.store.list(PODS, a.namespace if a.resource == "persistentvolumeclaims" else "")
+        mounted = {(p["metadata"].get("namespace"), as_dict(v.get("persistentVolumeClaim")).get("claimName"))
+                   for p in pods if p.get("spec", {}).get("nodeName") == node
+                   for v in as_list(p["spec"].get("volumes")) if isinstance(v, dict)}
+        if a.resource == "persistentvolumeclaims":
+            related = (a.namespace, a.name) in mounted
+        else:
+            claims, _ = self.store.list(CLAIMS, "")
+            related = any((c["metadata"].get("namespace"), c["metadata"]["name"]) in mounted
+                          and as_dict(c.get("spec")).get("volumeName") == a.name for c in claims)
+        if related:
             return "allow", ""
         return "no opinion", f"no relationship found between node '{node}' and this object"
 

@@ -68,6 +68,29 @@ def test_a_node_reads_only_its_own_pods_secrets_and_config_maps(server, certs, w
     assert node1.delete(f"/api/v1/namespaces/{world}").status_code == 403
 
 
+def test_a_node_reads_only_the_claims_its_pods_mount_and_their_volumes(server, certs, world):
+    admin = as_user(server, certs, "admin")
+    for node in ("node1", "node2"):
+        assert admin.post("/api/v1/persistentvolumes", {"metadata": {"name": f"{world}-{node}-pv"}, "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "",
+            "hostPath": {"path": "/tmp/x"}}}).status_code == 201
+        assert admin.post(f"/api/v1/namespaces/{world}/persistentvolumeclaims", {
+            "metadata": {"name": f"{node}-data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": f"{world}-{node}-pv",
+                "resources": {"requests": {"storage": "1Gi"}}}}).status_code == 201
+        assert admin.post(f"/api/v1/namespaces/{world}/pods", {"metadata": {"name": f"db-{node}"}, "spec": {
+            "nodeName": node, "containers": [{"name": "db", "image": "busybox:1.35"}],
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": f"{node}-data"}}]}}).status_code == 201
+    node1 = as_user(server, certs, "system:node:node1")
+    assert node1.get(f"/api/v1/namespaces/{world}/persistentvolumeclaims/node1-data").status_code == 200
+    assert node1.get(f"/api/v1/persistentvolumes/{world}-node1-pv").status_code == 200
+    refused = node1.get(f"/api/v1/namespaces/{world}/persistentvolumeclaims/node2-data")
+    assert refused.status_code == 403
+    assert refused.json()["message"].endswith("no relationship found between node 'node1' and this object")
+    assert node1.get(f"/api/v1/persistentvolumes/{world}-node2-pv").status_code == 403
+    assert node1.get("/api/v1/persistentvolumes").status_code == 403          # no listing them all
+
+
 def test_a_node_changes_only_its_own_node_and_lease(server, certs, world):
     node1 = as_user(server, certs, "system:node:node1")
     label = {"metadata": {"labels": {"checked": "yes"}}}

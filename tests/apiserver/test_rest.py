@@ -421,7 +421,7 @@ def test_discovery_and_version(api):
     groups = {g["name"] for g in api.get("/apis").json()["groups"]}
     assert groups == {"apps", "batch", "coordination.k8s.io", "discovery.k8s.io", "authorization.k8s.io",
                       "authentication.k8s.io", "apiextensions.k8s.io", "rbac.authorization.k8s.io",
-                      "metrics.k8s.io", "networking.k8s.io"}
+                      "metrics.k8s.io", "networking.k8s.io", "storage.k8s.io"}
     resources = {r["name"]: r for r in api.get("/api/v1").json()["resources"]}
     assert resources["pods"]["shortNames"] == ["po"] and resources["pods"]["namespaced"] is True
     assert "pods/status" in resources and "pods/log" in resources
