@@ -284,17 +284,24 @@ def test_default_backend_and_503_when_nothing_is_ready(api, controller, pods, na
     host = f"d.{namespace}.example"
     ingress(api, namespace, "d", [(host, [("/empty", "Exact", "empty"), ("/missing", "Exact", "missing")])],
             defaultBackend={"service": {"name": "fallback", "port": {"number": 80}}})
+    routed(controller, host, "/other", "fallback")
+    # An Ingress with rules: its default backend takes its own hosts' unmatched paths, no other host's.
+    assert get(controller, f"elsewhere.{namespace}.example", "/")[0] == 404
+    status, body = get(controller, host, "/empty")
+    assert status == 503 and f'service "{namespace}/empty" has no ready endpoint' in body
+    status, body = get(controller, host, "/missing")
+    assert status == 503 and f'service "{namespace}/missing" not found' in body
+    # An Ingress with no rules: the catch-all for what no rule of any host matches.
+    body = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "catch-all"},
+            "spec": {"ingressClassName": "groundup",
+                     "defaultBackend": {"service": {"name": "fallback", "port": {"number": 80}}}}}
+    assert api.post(f"{NETWORKING}/namespaces/{namespace}/ingresses", body).status_code == 201
     try:
-        routed(controller, host, "/other", "fallback")
-        # The default backend takes what no rule of any host matches.
-        assert pod_of(controller, f"elsewhere.{namespace}.example", "/") == "fallback"
-        status, body = get(controller, host, "/empty")
-        assert status == 503 and f'service "{namespace}/empty" has no ready endpoint' in body
-        status, body = get(controller, host, "/missing")
-        assert status == 503 and f'service "{namespace}/missing" not found' in body
+        routed(controller, f"elsewhere.{namespace}.example", "/", "fallback")
     finally:   # the other tests expect a 404 where no rule matches
-        delete(api, f"{NETWORKING}/namespaces/{namespace}/ingresses/d")
-        wait_for(lambda: get(controller, host, "/other")[0] == 404, 10, what="the default backend gone")
+        delete(api, f"{NETWORKING}/namespaces/{namespace}/ingresses/catch-all")
+        wait_for(lambda: get(controller, f"elsewhere.{namespace}.example")[0] == 404, 10,
+                 what="the catch-all gone")
 
 
 def test_a_rule_edited_live_takes_effect_without_a_restart(api, controller, pods, namespace):
