@@ -114,6 +114,7 @@ class Pool:
     def __init__(self, timeout: float, connect_timeout: float = 5.0):
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self._idle: dict[tuple[str, int], list[UpstreamConnection]] = {}
+        self._current: set[tuple[str, int]] | None = None   # the addresses of the latest table
         self._lock = threading.Lock()
 
     def get(self, endpoint: tuple[str, int]) -> tuple[http.client.HTTPConnection, bool]:
@@ -137,6 +138,7 @@ class Pool:
         address left behind would hold its sockets open for good."""
         current = {e for target in table.targets.values() for e in target.endpoints}
         with self._lock:
+            self._current = current
             gone = [e for e in self._idle if e not in current]
             closing = [conn for e in gone for conn in self._idle.pop(e)]
         for conn in closing:
@@ -144,8 +146,10 @@ class Pool:
 
     def put(self, endpoint: tuple[str, int], conn: http.client.HTTPConnection) -> None:
         with self._lock:
-            idle = self._idle.setdefault(endpoint, [])
-            if len(idle) < MAX_IDLE_PER_ENDPOINT:
+            # A request in flight during a rebuild may end after it: not kept if its pod left meanwhile.
+            wanted = self._current is None or endpoint in self._current
+            idle = self._idle.setdefault(endpoint, []) if wanted else None
+            if idle is not None and len(idle) < MAX_IDLE_PER_ENDPOINT:
                 idle.append(conn)
                 return
         conn.close()

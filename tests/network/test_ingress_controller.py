@@ -148,7 +148,8 @@ def controller(api, tmp_path_factory):
         process = subprocess.Popen(
             [sys.executable, str(CONTROLLER), "--apiserver", api.url, "--port", str(http_port),
              "--https-port", str(https_port), "--bind-address", "127.0.0.1", "--publish-address", PUBLISHED,
-             "--client-timeout", "2", "--upstream-timeout", "3", "--connect-timeout", "0.5", "--max-body-size", str(MAX_BODY), "-v"],
+             "--client-timeout", "2", "--upstream-timeout", "3", "--connect-timeout", "0.5",
+             "--max-body-size", str(MAX_BODY), "-v"],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def listening() -> bool:
