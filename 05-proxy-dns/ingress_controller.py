@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from typing import Callable
 
 from common.addresses import this_machines_address
 from common.client import kubeconfig
@@ -57,6 +58,7 @@ class IngressController:
         self.status = StatusWriter(client, address, log)
         self._lock = threading.Lock()
         self._conflicts: set[str] = set()
+        self.on_rebuild: list[Callable[[routes.RoutingTable], None]] = []   # e.g. a pool dropping gone pods
         for informer in self.informers.values():
             informer.add_handler(on_add=self.changed, on_update=lambda old, new: self.changed(new),
                                  on_delete=self.changed)
@@ -79,6 +81,8 @@ class IngressController:
             for conflict in set(table.conflicts) - self._conflicts:
                 self.log.warning("rule conflict", detail=conflict)
             self._conflicts = set(table.conflicts)
+            for listener in self.on_rebuild:
+                listener(table)
     # [END rebuild]
 
     def current_table(self) -> routes.RoutingTable:
@@ -128,6 +132,9 @@ def main(argv: list[str] | None = None, match=None) -> int:
                         help="refuse larger request bodies with 413 (default %(default)s; 0: no limit)")
     parser.add_argument("--upstream-timeout", type=float, default=60,
                         help="seconds a pod may take to answer, or between two pieces of its answer (504)")
+    parser.add_argument("--connect-timeout", type=float, default=5,
+                        help="seconds a pod may take to accept a connection before the next one is tried "
+                             "(default %(default)s)")
     parser.add_argument("--client-timeout", type=float, default=60,
                         help="seconds a client may stay silent before its connection is closed")
     parser.add_argument("-v", "--verbose", action="store_true", help="a line per request: host, path, pod, status")
@@ -146,12 +153,14 @@ def main(argv: list[str] | None = None, match=None) -> int:
     if not controller.start(stop):
         return 0
     options = dict(max_body_size=max_body, upstream_timeout=args.upstream_timeout,
+                   connect_timeout=args.connect_timeout,
                    client_timeout=args.client_timeout, log=log, **({"match": match} if match else {}))
     servers = [IngressServer((args.bind_address, args.port), controller.current_table, **options)]
     if args.https_port:
         servers.append(IngressServer((args.bind_address, args.https_port), controller.current_table,
                                      tls=controller.certificates.default, **options))
     for server in servers:
+        controller.on_rebuild.append(server.pool.keep_only)
         serve(server)
     log.info("serving", ingressClass=args.ingress_class, http=servers[0].server_address[1],
              https=args.https_port or None, address=controller.status.address)

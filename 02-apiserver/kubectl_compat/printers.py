@@ -431,15 +431,21 @@ MAX_HOSTS = 3
 def ingress_cells(ingress: dict, now: datetime) -> list:
     spec = as_dict(ingress.get("spec"))
     rules = dicts(spec.get("rules"))
-    # A rule without a host matches every host: "*" when no rule names one.
-    hosts = [as_str(r.get("host")) for r in rules if r.get("host")][:MAX_HOSTS]
+    # kubectl's formatHosts: up to three hosts; "+ N more..." (N counting
+    # rules, not hosts) only if some rule comes after the third host. A rule
+    # without a host matches every host: "*" when no rule names one.
+    hosts, more = [], False
+    for rule in rules:
+        more = more or len(hosts) == MAX_HOSTS
+        if not more and rule.get("host"):
+            hosts.append(as_str(rule.get("host")))
     host_text = ",".join(hosts) or "*"
-    if len(rules) > MAX_HOSTS and len(hosts) == MAX_HOSTS:
+    if hosts and more:
         host_text += f" + {len(rules) - MAX_HOSTS} more..."
-    addresses = [as_str(i.get("ip")) or as_str(i.get("hostname"))
-                 for i in dicts(dig(ingress, "status", "loadBalancer", "ingress"))]
-    # Uncut: like Kubernetes' server, which prints as for -o wide.
-    address = ",".join(a for a in addresses if a)
+    addresses = {as_str(i.get("ip")) or as_str(i.get("hostname"))
+                 for i in dicts(dig(ingress, "status", "loadBalancer", "ingress"))}
+    # A set, sorted, as kubectl's; uncut, like Kubernetes' server, which prints as for -o wide.
+    address = ",".join(sorted(a for a in addresses if a))
     # The ports a controller listens on for this Ingress: 443 too once it has TLS.
     ports = "80, 443" if dicts(spec.get("tls")) else "80"
     return [name_of(ingress), as_str(spec.get("ingressClassName")) or NONE, host_text, address, ports,

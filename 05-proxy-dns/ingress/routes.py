@@ -123,11 +123,34 @@ def merge(ingresses: list[dict], table: RoutingTable) -> None:
                 continue
             taken.setdefault(claim, route)
             table.routes.setdefault(route.host, []).append(route)
-        default = backend_of((ingress.get("spec") or {}).get("defaultBackend"), ingress["metadata"].get(
-            "namespace") or "default")
-        if default and table.default_backend is None:
-            table.default_backend = default
 # [END routes-from-ingresses]
+
+
+# [START default-backends]
+def add_default_backends(ingresses: list[dict], table: RoutingTable) -> None:
+    """An Ingress's defaultBackend, read as ingress-nginx reads it. With no
+    rules, it is the catch-all for what no rule of any host matches (the
+    oldest such Ingress's). With rules, it only takes the paths its own
+    hosts do not match (a "/" Prefix route, for each host it is the first
+    to name, unless some Ingress has one there): never other hosts'
+    traffic, so not another namespace's."""
+    first_named: set[str] = set()
+    for ingress in oldest_first(ingresses):
+        spec, meta = ingress.get("spec") or {}, ingress["metadata"]
+        default = backend_of(spec.get("defaultBackend"), meta.get("namespace") or "default")
+        if not spec.get("rules"):
+            if default and table.default_backend is None:
+                table.default_backend = default
+            continue
+        for host in [rule.get("host") or "" for rule in spec["rules"]]:
+            if not host or host in first_named:
+                continue                            # no host: the any-host level, not this Ingress's own
+            first_named.add(host)
+            has_root = any(r.path == "/" and r.path_type == "Prefix" for r in table.routes.get(host, []))
+            if default and not has_root:
+                table.routes.setdefault(host, []).append(
+                    Route(host, "/", "Prefix", default, f"{meta.get('namespace') or 'default'}/{meta['name']}"))
+# [END default-backends]
 
 
 # [START resolve-backend]
@@ -174,6 +197,7 @@ def build(ingresses: list[dict], classes: list[dict], services: list[dict], slic
     ours = [i for i in ingresses if is_ours(i, class_name, by_class)]
     table = RoutingTable(ingresses=ours)
     merge(ours, table)
+    add_default_backends(ours, table)
     by_key = {(s["metadata"].get("namespace"), s["metadata"]["name"]): s for s in services}
     backends = {r.backend for routes in table.routes.values() for r in routes}
     if table.default_backend:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from common.model.field_errors import FieldError, child, forbidden, index, invalid, not_supported, required
-from common.model.names import (is_dns1035_label, is_dns1123_subdomain, is_valid_port_name,
+from common.model.names import (is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_valid_port_name,
                                 is_wildcard_dns1123_subdomain)
 from common.model.validation import _as_int, _get_dict, _get_list, _get_str, _items, is_ip
 from common.model.validation_shared import check_immutable
@@ -210,10 +210,10 @@ def validate_ingress_class(obj: dict) -> list[FieldError]:
     controller = _get_str(errs, spec.get("controller"), "spec.controller")
     if not controller:
         errs.append(required("spec.controller"))
-    elif len(controller.encode()) > MAX_CONTROLLER_LENGTH:
-        errs.append(FieldError("spec.controller", "Too long", "",
-                               f"may not be more than {MAX_CONTROLLER_LENGTH} bytes"))
-    else:
+    else:   # too long, and still checked for its form: Kubernetes reports both
+        if len(controller.encode()) > MAX_CONTROLLER_LENGTH:
+            errs.append(FieldError("spec.controller", "Too long", "",
+                                   f"may not be more than {MAX_CONTROLLER_LENGTH} bytes"))
         errs += _domain_prefixed_path_errors(controller, "spec.controller")
     parameters = _get_dict(errs, spec.get("parameters"), "spec.parameters")
     if parameters is not None:
@@ -252,6 +252,8 @@ def _parameters_errors(params: dict, path: str) -> list[FieldError]:
         errs.append(not_supported(child(path, "scope"), scope, SCOPES))
     elif scope == "Namespace" and namespace is None:
         errs.append(required(child(path, "namespace"), "`parameters.scope` is set to 'Namespace'"))
+    elif scope == "Namespace":                              # ValidateNamespaceName: a DNS-1123 label
+        errs += [invalid(child(path, "namespace"), namespace, m) for m in is_dns1123_label(namespace)]
     elif scope == "Cluster" and namespace is not None:
         errs.append(forbidden(child(path, "namespace"), "`parameters.scope` is set to 'Cluster'"))
     return errs

@@ -676,3 +676,42 @@ def test_a_printer_that_raises_still_gives_a_row(monkeypatch, caplog):
         (row,) = printers.to_table(resource, [obj], now=NOW)["rows"]
     assert row["cells"] == ["web"] + ["<unknown>"] * (len(printer.columns) - 1)
     assert "cannot print Deployment web" in caplog.text
+
+
+# --- Ingress: kubectl's formatHosts and ingressLoadBalancerStatusStringer -------------------
+
+def ingress(hosts: list, addresses: list | None = None, tls: bool = False) -> dict:
+    spec = {"ingressClassName": "groundup", "rules": [{"host": h} if h else {} for h in hosts]}
+    if tls:
+        spec["tls"] = [{"hosts": [h for h in hosts if h], "secretName": "web-tls"}]
+    obj = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta(), "spec": spec}
+    if addresses is not None:
+        obj["status"] = {"loadBalancer": {"ingress": addresses}}
+    return obj
+
+
+INGRESS_CASES = {
+    "no rule names a host": (ingress([""]), "*"),
+    "two hosts": (ingress(["a.example", "b.example"]), "a.example,b.example"),
+    # A rule with no host among the first three: the third host still fits, nothing follows it.
+    "a hostless rule before the third host": (ingress(["a", "b", "", "c"]), "a,b,c"),
+    # A rule after the third host: counted, whether it names a host or not (N counts rules).
+    "a rule after the third host": (ingress(["a", "b", "c", ""]), "a,b,c + 1 more..."),
+    "two rules after": (ingress(["a", "b", "c", "d", "e"]), "a,b,c + 2 more..."),
+    "a hostless rule first, then four": (ingress(["", "a", "b", "c", "d"]), "a,b,c + 2 more..."),
+}
+
+
+@pytest.mark.parametrize("obj, hosts", INGRESS_CASES.values(), ids=INGRESS_CASES.keys())
+def test_ingress_hosts_as_kubectl_formats_them(obj, hosts):
+    assert printed(obj)["Hosts"] == hosts
+
+
+def test_ingress_address_is_a_sorted_set_and_ports_follow_tls():
+    obj = ingress(["a.example"], [{"ip": "192.0.2.12"}, {"hostname": "lb.example"}, {"ip": "192.0.2.10"},
+                                  {"ip": "192.0.2.12"}, {"ip": "192.0.2.11", "hostname": "ignored.example"}],
+                  tls=True)
+    cells = printed(obj)
+    assert list(cells) == ["Name", "Class", "Hosts", "Address", "Ports", "Age"]
+    assert cells["Address"] == "192.0.2.10,192.0.2.11,192.0.2.12,lb.example"
+    assert cells["Ports"] == "80, 443" and cells["Class"] == "groundup"

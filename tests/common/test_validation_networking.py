@@ -128,6 +128,15 @@ CLASS_CASES = [
      ingress_class(controller="a.io/b", parameters={"kind": "ConfigMap", "name": "c", "scope": "Cluster",
                                                    "namespace": "x"}),
      ["spec.parameters.namespace: Forbidden: `parameters.scope` is set to 'Cluster'"]),
+    ("the namespace is a namespace name",
+     ingress_class(controller="a.io/b", parameters={"kind": "ConfigMap", "name": "c", "scope": "Namespace",
+                                                   "namespace": "Team_A"}),
+     ['spec.parameters.namespace: Invalid value: "Team_A": a lowercase RFC 1123 label must consist of lower case '
+      "alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+      "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]),
+    ("too long, and still not domain-prefixed", ingress_class(controller="n" * 251),
+     ["spec.controller: Too long: may not be more than 250 bytes",
+      f'spec.controller: Invalid value: "{"n" * 251}": must be a domain-prefixed path (such as "acme.io/foo")']),
 ]
 
 

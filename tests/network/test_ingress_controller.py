@@ -148,7 +148,8 @@ def controller(api, tmp_path_factory):
         process = subprocess.Popen(
             [sys.executable, str(CONTROLLER), "--apiserver", api.url, "--port", str(http_port),
              "--https-port", str(https_port), "--bind-address", "127.0.0.1", "--publish-address", PUBLISHED,
-             "--client-timeout", "2", "--upstream-timeout", "3", "--max-body-size", str(MAX_BODY), "-v"],
+             "--client-timeout", "2", "--upstream-timeout", "3", "--connect-timeout", "0.5",
+             "--max-body-size", str(MAX_BODY), "-v"],
             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
     def listening() -> bool:
@@ -284,17 +285,24 @@ def test_default_backend_and_503_when_nothing_is_ready(api, controller, pods, na
     host = f"d.{namespace}.example"
     ingress(api, namespace, "d", [(host, [("/empty", "Exact", "empty"), ("/missing", "Exact", "missing")])],
             defaultBackend={"service": {"name": "fallback", "port": {"number": 80}}})
+    routed(controller, host, "/other", "fallback")
+    # An Ingress with rules: its default backend takes its own hosts' unmatched paths, no other host's.
+    assert get(controller, f"elsewhere.{namespace}.example", "/")[0] == 404
+    status, body = get(controller, host, "/empty")
+    assert status == 503 and f'service "{namespace}/empty" has no ready endpoint' in body
+    status, body = get(controller, host, "/missing")
+    assert status == 503 and f'service "{namespace}/missing" not found' in body
+    # An Ingress with no rules: the catch-all for what no rule of any host matches.
+    body = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "catch-all"},
+            "spec": {"ingressClassName": "groundup",
+                     "defaultBackend": {"service": {"name": "fallback", "port": {"number": 80}}}}}
+    assert api.post(f"{NETWORKING}/namespaces/{namespace}/ingresses", body).status_code == 201
     try:
-        routed(controller, host, "/other", "fallback")
-        # The default backend takes what no rule of any host matches.
-        assert pod_of(controller, f"elsewhere.{namespace}.example", "/") == "fallback"
-        status, body = get(controller, host, "/empty")
-        assert status == 503 and f'service "{namespace}/empty" has no ready endpoint' in body
-        status, body = get(controller, host, "/missing")
-        assert status == 503 and f'service "{namespace}/missing" not found' in body
+        routed(controller, f"elsewhere.{namespace}.example", "/", "fallback")
     finally:   # the other tests expect a 404 where no rule matches
-        delete(api, f"{NETWORKING}/namespaces/{namespace}/ingresses/d")
-        wait_for(lambda: get(controller, host, "/other")[0] == 404, 10, what="the default backend gone")
+        delete(api, f"{NETWORKING}/namespaces/{namespace}/ingresses/catch-all")
+        wait_for(lambda: get(controller, f"elsewhere.{namespace}.example")[0] == 404, 10,
+                 what="the catch-all gone")
 
 
 def test_a_rule_edited_live_takes_effect_without_a_restart(api, controller, pods, namespace):
@@ -606,6 +614,212 @@ def test_a_pod_going_away_during_a_loop_of_requests_fails_none(api, controller, 
         stop.set()
         runner.join()
     assert failures == []
+
+
+def raw(controller, request: bytes, then: bytes = b"") -> bytes:
+    """Send request bytes as they are, then (once an answer began) `then`;
+    everything the controller sends until it closes the connection."""
+    sock = socket.create_connection(("127.0.0.1", controller["http"]), timeout=10)
+    try:
+        sock.sendall(request)
+        answer = sock.recv(65536)
+        if then:
+            try:
+                sock.sendall(then)
+            except OSError:
+                pass                                                    # closed already: what we want
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:
+            pass
+        return answer
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("framing, status", [
+    (b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", b"400"),        # CL.TE / TE.CL smuggling
+    (b"Content-Length: 0\r\nContent-Length: 5\r\n", b"400"),
+    (b"Host: other.example\r\n", b"400"),                                    # a second Host
+    (b"Transfer-Encoding: chunked, gzip\r\n", b"400"),                       # chunked not last: no end
+    (b"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", b"400"),
+    (b"Transfer-Encoding: gzip, chunked\r\n", b"501"),
+])
+def test_framing_a_pod_could_read_otherwise_is_refused_and_the_connection_closed(
+        api, controller, pods, namespace, framing, status):
+    """RFC 9112 section 6.3: the hidden second request never reaches a pod."""
+    service(api, namespace, "web", pods("web"))
+    host = f"smuggle.{namespace}.example"
+    ingress(api, namespace, "web", [(host, [("/", "Prefix", "web")])])
+    routed(controller, host, "/", "web")
+    hidden = b"GET /hidden HTTP/1.1\r\nHost: " + host.encode() + b"\r\n\r\n"
+    body = b"0\r\n\r\n" + hidden
+    answer = raw(controller, b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\n" + framing + b"\r\n" + body)
+    assert answer.startswith(b"HTTP/1.1 " + status), answer
+    assert answer.count(b"HTTP/1.1") == 1 and b"/hidden" not in answer     # closed: nothing after it was read
+
+
+def test_the_pod_sees_the_proxys_framing_not_the_clients(api, controller, pods, namespace):
+    service(api, namespace, "web", pods("web"))
+    host = f"framing.{namespace}.example"
+    ingress(api, namespace, "web", [(host, [("/", "Prefix", "web")])])
+    routed(controller, host, "/", "web")
+    answer = raw(controller, b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nTransfer-Encoding: Chunked\r\n"
+                 b"Connection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200") and b'"received": 3, "chunked": true' in answer
+
+
+class ShortHandler(socketserver.BaseRequestHandler):
+    """Announces more than it sends, then closes: a pod that crashed mid-answer."""
+
+    def handle(self) -> None:
+        self.request.recv(65536)
+        if self.server.chunked:
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabc")
+        else:
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
+        self.request.close()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_an_answer_cut_short_closes_the_clients_connection(api, controller, pods, namespace, chunked):
+    """The client must see the answer is not whole: the connection ends, and
+    a next request on it is not served as if all were well."""
+    pod = pods("short", ShortHandler)
+    pod.chunked = chunked
+    service(api, namespace, "short", pod)
+    host = f"short.{namespace}.example"
+    ingress(api, namespace, "short", [(host, [("/", "Prefix", "short")])])
+    request = b"GET / HTTP/1.1\r\nHost: " + host.encode() + b"\r\n\r\n"
+    wait_for(lambda: raw(controller, request).startswith(b"HTTP/1.1 200"), 10, what="the route")
+    answer = raw(controller, request, then=request)
+    assert answer.startswith(b"HTTP/1.1 200") and b"abc" in answer
+    assert answer.count(b"HTTP/1.1") == 1, answer                      # the second request was not taken
+    assert not answer.endswith(b"0\r\n\r\n")                          # no chunked end: not whole
+
+
+class DroppingHandler(socketserver.BaseRequestHandler):
+    """Reads a request, counts it, and closes without an answer."""
+
+    def handle(self) -> None:
+        if self.request.recv(65536):
+            self.server.seen.append(1)
+        self.request.close()
+
+
+class CountingHandler(EchoHandler):
+    def do_POST(self) -> None:
+        self.server.seen.append(1)
+        super().do_POST()
+
+
+def test_a_dropped_request_is_sent_again_only_if_its_method_is_idempotent(api, controller, pods, namespace):
+    """RFC 9110 9.2.2: a POST the pod may have acted on is not re-sent to the next pod."""
+    dropper, fine = pods("dropper", DroppingHandler), pods("fine", CountingHandler)
+    dropper.seen, fine.seen = [], []
+    service(api, namespace, "web", dropper, fine)
+    host = f"retry.{namespace}.example"
+    ingress(api, namespace, "web", [(host, [("/", "Prefix", "web")])])
+    routed(controller, host, "/", "fine")                                # a GET: tried on the next pod
+    assert {get(controller, host)[0] for _ in range(4)} == {200}
+    dropper.seen.clear()
+    statuses = []
+    for _ in range(4):
+        conn = http.client.HTTPConnection("127.0.0.1", controller["http"], timeout=10)
+        conn.request("POST", "/", body=b"", headers={"Host": host, "Content-Length": "0"})
+        statuses.append(conn.getresponse().status)
+        conn.close()
+    assert statuses.count(502) == len(dropper.seen) > 0                  # each drop: a 502, not a second try
+    assert len(dropper.seen) + len(fine.seen) == 4                       # no POST reached two pods
+
+
+class Silent:
+    """An address that takes no connection: a listening socket whose queue
+    is full, so the kernel drops the SYNs (like a pod that vanished)."""
+
+    def __init__(self, address: str):
+        self.sock = socket.socket()
+        self.sock.bind((address, 0))
+        self.sock.listen(0)
+        self.filler = socket.create_connection(self.sock.getsockname(), timeout=5)   # the one queue place
+        self.server_address = self.sock.getsockname()
+        self.port = self.server_address[1]
+
+    def close(self) -> None:
+        self.filler.close()
+        self.sock.close()
+
+
+def test_a_pod_that_takes_no_connection_costs_the_connect_timeout_then_the_next_pod(
+        api, controller, pods, namespace, address):
+    silent = Silent(address)
+    try:
+        service(api, namespace, "web", silent, pods("live"))
+        host = f"silent.{namespace}.example"
+        ingress(api, namespace, "web", [(host, [("/", "Prefix", "web")])])
+        routed(controller, host, "/", "live")
+        # --connect-timeout 0.5, --upstream-timeout 3: the silent pod is skipped, not a 504.
+        assert [pod_of(controller, host) for _ in range(4)] == ["live"] * 4
+    finally:
+        silent.close()
+
+
+class HTTP10UntilCloseHandler(socketserver.BaseRequestHandler):
+    """An answer with no length: it ends when the connection does."""
+
+    def handle(self) -> None:
+        self.request.recv(65536)
+        self.request.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nuntil the end")
+        self.request.close()
+
+
+def test_an_http_1_0_client_gets_no_chunked_answer(api, controller, pods, namespace):
+    """RFC 9112 6.1: no Transfer-Encoding in an answer to HTTP/1.0; the end is the close."""
+    service(api, namespace, "web", pods("web", HTTP10UntilCloseHandler))
+    host = f"old.{namespace}.example"
+    ingress(api, namespace, "web", [(host, [("/", "Prefix", "web")])])
+    wait_for(lambda: get(controller, host)[0] == 200, 10, what="the route")
+    answer = raw(controller, b"GET / HTTP/1.0\r\nHost: " + host.encode() + b"\r\nConnection: keep-alive\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"transfer-encoding" not in head.lower()
+    assert b"connection: close" in head.lower() and body == b"until the end"
+
+
+@pytest.mark.parametrize("size", [b"-1", b"0x5", b"1_0", b"+5", b" "])
+def test_a_chunk_size_that_is_not_plain_hex_gets_400(api, controller, pods, namespace, size):
+    service(api, namespace, "sink", pods("sink"))
+    host = f"hex.{namespace}.example"
+    ingress(api, namespace, "sink", [(host, [("/", "Prefix", "sink")])])
+    routed(controller, host, "/", "sink")
+    answer = raw(controller, b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 + size + b"\r\nabcde\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400") and b"bad chunk size" in answer
+
+
+class ConnectionCountingHandler(EchoHandler):
+    def setup(self) -> None:
+        super().setup()
+        self.server.open_connections += 1
+
+    def finish(self) -> None:
+        super().finish()
+        self.server.open_connections -= 1
+
+
+def test_idle_connections_to_a_pod_that_left_are_closed(api, controller, pods, namespace):
+    """The pool keeps a connection to each pod for the next request; once a
+    pod is in no backend any more, its connections are closed, not kept for good."""
+    pod = pods("leaving", ConnectionCountingHandler)
+    pod.open_connections = 0
+    service(api, namespace, "web", pod)
+    host = f"leave.{namespace}.example"
+    ingress(api, namespace, "web", [(host, [("/", "Prefix", "web")])])
+    routed(controller, host, "/", "leaving")
+    assert pod.open_connections >= 1                                    # kept for the next request
+    delete(api, f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices/web-{pod.port}")
+    wait_for(lambda: get(controller, host)[0] == 503, 10, what="the pod out of the backend")
+    wait_for(lambda: pod.open_connections == 0, 10, what="the pool's connections to it closed")
 
 
 # ----------------------------------------------------------------- where it runs

@@ -87,6 +87,32 @@ def test_a_host_level_without_a_matching_path_gets_the_default_backend_not_the_a
     assert match(table(only_api, with_default), "shop.example.com", "/other").service == "fallback"
 
 
+def test_a_default_backend_beside_rules_takes_only_its_own_hosts_unmatched_paths():
+    """As ingress-nginx: only an Ingress with no rules makes the catch-all;
+    one with rules keeps its default to its own hosts."""
+    theirs = ingress("theirs", [("shop.example.com", [("/api", "Prefix", "api")])], default="their-fallback",
+                     namespace="team-a")
+    built = table(theirs)
+    assert match(built, "shop.example.com", "/other") == routes.Backend("team-a", "their-fallback", 80)
+    assert match(built, "shop.example.com", "/api/x").service == "api"
+    assert match(built, "blog.example.com", "/") is None                       # not another host's traffic
+    catch_all = ingress("catch-all", default="everything", created=T1, namespace="team-b")
+    assert match(table(theirs, catch_all), "blog.example.com", "/").service == "everything"
+    assert match(table(theirs, catch_all), "shop.example.com", "/other").service == "their-fallback"
+
+
+def test_a_hosts_own_root_rule_beats_an_ingress_default_and_the_oldest_naming_the_host_decides():
+    older = ingress("older", [("shop.example.com", [("/api", "Prefix", "api")])], default="old-fallback")
+    root = ingress("root", [("shop.example.com", [("/", "Prefix", "web")])], created=T2)
+    assert match(table(older, root), "shop.example.com", "/other").service == "web"
+    newer = ingress("newer", [("shop.example.com", [("/cart", "Prefix", "cart")])], default="new-fallback",
+                    created=T1)
+    assert match(table(older, newer), "shop.example.com", "/other").service == "old-fallback"
+    first_without = ingress("plain", [("shop.example.com", [("/cart", "Prefix", "cart")])])
+    later_with = ingress("later", [("shop.example.com", [("/api", "Prefix", "api")])], default="late", created=T1)
+    assert match(table(first_without, later_with), "shop.example.com", "/other") is None
+
+
 @pytest.mark.parametrize("ingress_spec, ours", [
     ({"class_name": "groundup"}, True),
     ({"class_name": "nginx"}, False),

@@ -193,7 +193,8 @@ def stage_paths(ctx: WithIngress) -> None:
     assert response.status_code == 200, response.text
     routed(ctx, "shop.example", "/foobar", "fallback",
            "the Ingress now has a defaultBackend: what no rule takes goes there")
-    routed(ctx, "other.example", "/", "fallback", "the default backend takes every host no rule names")
+    routed(ctx, "other.example", "/", None, "an Ingress with rules lends its default backend to its own hosts "
+           "only (as ingress-nginx does): other.example is still no one's")
     routed(ctx, "shop.example", "/foo/bar", "foo", "a rule that matches still wins over the default backend")
 
 
