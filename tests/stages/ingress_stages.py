@@ -195,6 +195,12 @@ def stage_paths(ctx: WithIngress) -> None:
            "the Ingress now has a defaultBackend: what no rule takes goes there")
     routed(ctx, "other.example", "/", None, "an Ingress with rules lends its default backend to its own hosts "
            "only (as ingress-nginx does): other.example is still no one's")
+    catch_all = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "catch-all"},
+                 "spec": {"ingressClassName": CLASS, "defaultBackend": service_backend("fallback")}}
+    response = ctx.api.post(f"{NETWORKING}/namespaces/{NAMESPACE}/ingresses", catch_all)
+    assert response.status_code == 201, response.text
+    routed(ctx, "other.example", "/", "fallback",
+           "an Ingress with no rules, only a defaultBackend, is the default backend of every host no rule names")
     routed(ctx, "shop.example", "/foo/bar", "foo", "a rule that matches still wins over the default backend")
 
 
