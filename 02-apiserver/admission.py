@@ -172,7 +172,10 @@ def default_storage_class(server, obj: dict, old: dict | None, info, operation: 
     defaults = [c for c in classes if (c["metadata"].get("annotations") or {}).get(
         "storageclass.kubernetes.io/is-default-class") == "true"]
     if defaults:
-        newest = max(defaults, key=lambda c: (c["metadata"].get("creationTimestamp", ""), c["metadata"]["name"]))
+        # Kubernetes' GetDefaultClass: the newest; of equally new ones (the
+        # stamp has whole seconds), the first by name.
+        by_name = sorted(defaults, key=lambda c: c["metadata"]["name"])
+        newest = max(by_name, key=lambda c: c["metadata"].get("creationTimestamp", ""))
         spec["storageClassName"] = newest["metadata"]["name"]
 
 

@@ -198,7 +198,7 @@ RULES = [
     (dict(user="alice", resource="pods"), "d", []),
     (dict(user="alice", resource="pods"), "", [R(("*",), ("",), ("pods",))]),
     (dict(user="alice", resource="*", readonly=True), "d",
-     [R(READ, ("",), ("namespaces",)), R(READ, ("",), ("nodes",))]),
+     [R(READ, ("",), ("namespaces",)), R(READ, ("",), ("nodes",)), R(READ, ("",), ("persistentvolumes",))]),
     # paths belong to no namespace; a read-only path line allows GET only
     (dict(user="alice", nonResourcePath="/api*", readonly=True), "d", [P(("get",), ("/api*",))]),
     (dict(user="alice", nonResourcePath="*"), "", [P(("*",), ("*",))]),

@@ -287,7 +287,9 @@ def test_a_claim_without_a_class_gets_the_default_one(tmp_path):
             marked["metadata"]["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
             assert api.post(CLASSES, marked).status_code == 201
             wait_for_a_new_second()
-        assert api.post(claims("default"), claim("after")).json()["spec"]["storageClassName"] == "new-default"
+        got = api.post(claims("default"), claim("after")).json()["spec"]["storageClassName"]
+        listed = [(c["metadata"]["name"], c["metadata"]["creationTimestamp"], c["metadata"].get("annotations")) for c in api.get(CLASSES).json()["items"]]
+        assert got == "new-default", listed
         # "" says "no class" on purpose; a class named is kept.
         assert api.post(claims("default"), claim("none", storageClassName="")).json()["spec"]["storageClassName"] == ""
         assert api.post(claims("default"), claim("named", storageClassName="plain")).json()["spec"][
