@@ -74,13 +74,13 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
     if current is None:
         raise api_errors.not_found(resource, name)
     admission.admit_delete(server_state, current, resource)
-    if _marking(server_state, resource, current, options):
+    if decided := _marking(server_state, resource, current, options):
         def mark(obj: dict) -> dict:
-            # Decided again on the version written, as Kubernetes does: a
-            # kubelet's or a controller's write that raced ours changes nothing.
-            plan = _marking(server_state, resource, obj, options)
+            # Decided again if a write raced ours (a kubelet's, a controller's), as Kubernetes does.
+            same = obj["metadata"].get("resourceVersion") == current["metadata"].get("resourceVersion")
+            plan = decided if same else _marking(server_state, resource, obj, options)
             if plan is None:                          # its finalizers went meanwhile
-                raise _ChangedMeanwhile(**vars(api_errors.conflict(resource, name)))
+                raise _changed_meanwhile(resource, name)
             grace, finalizers = plan
             meta = obj["metadata"]
             meta.setdefault("deletionTimestamp", objects.now())
@@ -117,13 +117,17 @@ class _ChangedMeanwhile(api_errors.APIError):
     """The object changed between the decision and the write, and the decision with it."""
 
 
+def _changed_meanwhile(resource, name: str) -> _ChangedMeanwhile:
+    return _ChangedMeanwhile(**vars(api_errors.conflict(resource, name)))
+
+
 def _unchanged_since(decided_on: dict, resource):
     """The decision to delete now was made on `decided_on`; if the object
     changed since (a finalizer added?), never act on a stale read:
     delete_deciding_on_the_latest decides again."""
     def check(latest: dict) -> None:
         if latest["metadata"].get("resourceVersion") != decided_on["metadata"].get("resourceVersion"):
-            raise _ChangedMeanwhile(**vars(api_errors.conflict(resource, decided_on["metadata"]["name"])))
+            raise _changed_meanwhile(resource, decided_on["metadata"]["name"])
     return check
 
 
