@@ -60,7 +60,7 @@ def _checked_delete_options(options: dict) -> dict:
 
 
 # [START finalizers]
-def delete_object(server_state, resource, namespace: str, name: str, options: dict) -> tuple[dict, bool]:
+def delete_object(server_state, resource, namespace: str, name: str, options: dict, latest=None) -> tuple[dict, bool]:
     """Delete now, or mark for deletion while something still has to happen.
 
     Returns (object, gone). An object with finalizers is only marked with a
@@ -68,9 +68,9 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
     finalizers clear them. propagationPolicy Orphan or Foreground adds the
     garbage collector's finalizer (orphan, foregroundDeletion). A pod running
     on a node is marked too: its kubelet stops the containers, then deletes
-    it for good (grace period 0)."""
+    it for good (grace period 0). `latest`: a racing write an earlier try met."""
     store = server_state.store
-    current = store.get(resource, namespace, name)
+    current = latest or store.get(resource, namespace, name)
     if current is None:
         raise api_errors.not_found(resource, name)
     admission.admit_delete(server_state, current, resource)
@@ -80,7 +80,7 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
             same = obj["metadata"].get("resourceVersion") == current["metadata"].get("resourceVersion")
             plan = decided if same else _marking(server_state, resource, obj, options)
             if plan is None:                          # its finalizers went meanwhile
-                raise _changed_meanwhile(resource, name)
+                raise _ChangedMeanwhile(resource, obj)
             grace, finalizers = plan
             meta = obj["metadata"]
             meta.setdefault("deletionTimestamp", objects.now())
@@ -97,7 +97,7 @@ def delete_object(server_state, resource, namespace: str, name: str, options: di
             sync_namespace(server_state, name)
             marked = store.get(resource, namespace, name) or marked
         return finish_deletion_if_done(server_state, resource, marked)
-    gone = store.delete(resource, namespace, name, _unchanged_since(current, resource))
+    gone = store.delete(resource, namespace, name, _still_goes_now(server_state, resource, options))
     deleted(server_state, resource, gone)
     return gone, True
 # [END finalizers]
@@ -114,20 +114,20 @@ def _marking(server_state, resource, obj: dict, options: dict) -> tuple[int, lis
 
 
 class _ChangedMeanwhile(api_errors.APIError):
-    """The object changed between the decision and the write, and the decision with it."""
+    """The object changed between the decision and the write, and the
+    decision with it: decide again on `latest` (a 409 if it never holds still)."""
+    def __init__(self, resource, latest: dict):
+        super().__init__(**vars(api_errors.conflict(resource, latest["metadata"]["name"])))
+        self.latest = latest
 
 
-def _changed_meanwhile(resource, name: str) -> _ChangedMeanwhile:
-    return _ChangedMeanwhile(**vars(api_errors.conflict(resource, name)))
-
-
-def _unchanged_since(decided_on: dict, resource):
-    """The decision to delete now was made on `decided_on`; if the object
-    changed since (a finalizer added?), never act on a stale read:
-    delete_deciding_on_the_latest decides again."""
+def _still_goes_now(server_state, resource, options: dict):
+    """The decision to delete now, made again on the version the store
+    deletes (its latest, perhaps a write not yet on disk): a status or a
+    label written meanwhile changes nothing; a finalizer added does."""
     def check(latest: dict) -> None:
-        if latest["metadata"].get("resourceVersion") != decided_on["metadata"].get("resourceVersion"):
-            raise _changed_meanwhile(resource, decided_on["metadata"]["name"])
+        if _marking(server_state, resource, latest, options):
+            raise _ChangedMeanwhile(resource, latest)
     return check
 
 
@@ -136,12 +136,13 @@ def delete_deciding_on_the_latest(server_state, resource, namespace: str, name: 
     """delete_object, decided again when the object changed under a decision
     to delete it now, as Kubernetes' DELETE retries: the client sees 409 only
     for its own precondition, or for an object that never holds still."""
+    latest = None
     for _ in range(attempts - 1):
         try:
-            return delete_object(server_state, resource, namespace, name, options)
-        except _ChangedMeanwhile:
-            continue
-    return delete_object(server_state, resource, namespace, name, options)
+            return delete_object(server_state, resource, namespace, name, options, latest)
+        except _ChangedMeanwhile as changed:
+            latest = changed.latest       # not a fresh read: it may not show a write still being saved
+    return delete_object(server_state, resource, namespace, name, options, latest)
 
 
 # [START finish-deletion]
