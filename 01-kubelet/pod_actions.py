@@ -3,8 +3,9 @@
 This is the heart of the kubelet's reconcile loop, named after
 computePodActions in Kubernetes' kuberuntime_manager.go. It only decides;
 kubelet.py carries the actions out. Because the decision rests on nothing
-but the spec, Docker's labels and a few back-off timers, a kubelet that was
-killed at any moment decides the same thing when it comes back.
+but the pod (its spec, and whether the API server has it finished),
+Docker's labels and a few back-off timers, a kubelet that was killed at
+any moment decides the same thing when it comes back.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import NamedTuple
 import pod_config as cfg
 from common.client.backoff import Backoff
 from docker_runtime import ContainerInfo
-from pod_status import Waiting, latest_two
+from pod_status import Waiting, finished_in_api, latest_two
 
 # Failures before a container exists; retried with back-off.
 START_FAILURES = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull",
@@ -65,6 +66,8 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
                         start_backoff: Backoff, now: float | None = None) -> PodActions:
     """Compare the pod's spec with what runs; say what to do, do nothing."""
     now = time.time() if now is None else now
+    if finished_in_api(pod):                  # Succeeded or Failed: it never runs again
+        return _leave_finished(containers)
     actions = PodActions()
     sandboxes = sorted((c for c in containers if c.name == cfg.SANDBOX_NAME), key=_order, reverse=True)
     sandbox = sandboxes[0] if sandboxes else None
@@ -93,6 +96,16 @@ def compute_pod_actions(pod: dict, containers: list[ContainerInfo], waiting: dic
     plan_sandbox(pod, sandbox, sandbox_ok, apps, waiting, start_backoff, actions)
     return actions
 # [END compute-pod-actions]
+
+
+def _leave_finished(containers: list[ContainerInfo]) -> PodActions:
+    """A pod the API server has as Succeeded or Failed is done for good,
+    whatever became of its containers (removed by hand, or by a clean-up):
+    as Kubernetes' kubelet refuses a terminal pod's way back, nothing is
+    started again, and whatever still runs is stopped."""
+    running = [c for c in containers if c.running]
+    return PodActions(kill=[(c, "the pod has finished") for c in running if c.name != cfg.SANDBOX_NAME],
+                      stop_sandbox=any(c.name == cfg.SANDBOX_NAME for c in running))
 
 
 def _hold_back_failed_starts(actions: PodActions, waiting: dict[str, Waiting], start_backoff: Backoff) -> None:

@@ -199,6 +199,12 @@ def conditions(phase: str, statuses: list[dict], previous: list[dict], now: floa
     return result
 
 
+def finished_in_api(pod: dict) -> bool:
+    """Has the API server the pod as Succeeded or Failed? (A pod from a
+    manifest file has no status there.)"""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
 def pod_status(pod: dict, containers: list[ContainerInfo], waiting: dict[str, Waiting],
                ready: dict[str, bool], pod_ip: str, host_ip: str, start_time: float,
                previous: dict | None = None, now: float | None = None, starting: Starting | None = None) -> dict:
@@ -213,6 +219,8 @@ def pod_status(pod: dict, containers: list[ContainerInfo], waiting: dict[str, Wa
     # Running sidecars count as the pod's containers: for the phase, and for readiness.
     sidecars = [s for c, s in zip(inits, init_statuses) if c.get("restartPolicy") == "Always"]
     phase = init_phase(spec, init_statuses) or pod_phase(spec, statuses + [s for s in sidecars if "running" in s["state"]])
+    if finished_in_api(pod) and phase != pod["status"]["phase"]:
+        return pod["status"]     # a finished pod's containers went (by hand?): what it had stays true
     initialized = initialized_condition(spec, phase, init_statuses, statuses)
     status = {
         "phase": phase,

@@ -288,6 +288,28 @@ def test_a_killed_pause_container_is_a_new_sandbox_told_as_SandboxChanged(cluste
         delete_now(cluster.api, name)
 
 
+def test_a_finished_pod_whose_containers_are_removed_is_not_run_again(cluster):
+    """A pod that succeeded, its containers then removed (by hand, or by a
+    clean-up at the wrong moment): the kubelet must not run it again (a
+    Job's pod would complete twice), and the API server keeps it Succeeded.
+    Seen in CI: a Completed pod of chapter 04's Job running a second time."""
+    name, marker, home = unique("done"), unique("marker"), cluster.node1
+    create_pod(cluster.api, name, home.node_name, [container("app", "echo done")], restartPolicy="Never")
+    try:
+        wait_pod(cluster, name, lambda p: p["status"].get("phase") == "Succeeded", 60, "Succeeded")
+        for gone in home.containers(name, all=True):
+            gone.remove(force=True)
+        # A pod started after the removal: the sync that starts it has seen
+        # the finished pod without containers, and decided about it too.
+        create_pod(cluster.api, marker, home.node_name, [container("app", "exec sleep 3600")])
+        wait_pod(cluster, marker, running_with_ip, 60, "the marker pod Running")
+        assert home.containers(name, all=True) == [], "the finished pod was run again"
+        assert get_pod(cluster.api, name)["status"]["phase"] == "Succeeded"
+    finally:
+        delete_now(cluster.api, name)
+        delete_now(cluster.api, marker)
+
+
 # --- 3. troubles, as kubectl shows them ------------------------------------------------
 
 @pytest.fixture(scope="module")

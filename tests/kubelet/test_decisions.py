@@ -14,7 +14,7 @@ import pod_config as cfg
 from common.client.backoff import Backoff
 from docker_runtime import ContainerInfo
 from pod_actions import ProbeResults, compute_pod_actions
-from pod_status import Waiting, pod_phase, qos_class
+from pod_status import Waiting, pod_phase, pod_status, qos_class
 
 NOW = 1_000_000.0
 
@@ -93,6 +93,32 @@ SB = info(POD, cfg.SANDBOX_NAME)
 ])
 def test_compute_pod_actions(pod, containers, expected):
     assert summary(plan(pod, containers)) == expected
+
+
+def finished(pod, phase):
+    return {**pod, "status": {"phase": phase}}
+
+
+SUCCEEDED = finished(ONFAILURE, "Succeeded")
+
+
+@pytest.mark.parametrize("pod, containers, expected", [
+    pytest.param(SUCCEEDED, [], nothing(), id="its containers removed: not run again (a Job's pod ran twice)"),
+    pytest.param(finished(NEVER, "Failed"), [info(NEVER, cfg.SANDBOX_NAME)], nothing(stop_sandbox=True),
+                 id="only its sandbox runs: stopped"),
+    pytest.param(finished(POD, "Failed"), [SB, info(POD, "app")], nothing(kill=["app"], stop_sandbox=True),
+                 id="failed by someone else (Always): stopped, not restarted"),
+])
+def test_a_pod_the_api_server_has_as_finished_never_runs_again(pod, containers, expected):
+    assert summary(plan(pod, containers)) == expected
+
+
+def test_a_finished_pods_status_stays_what_the_api_server_has_once_its_containers_go():
+    api_status = {"phase": "Succeeded", "containerStatuses": [{"name": "app", "state": {"terminated": {"exitCode": 0}}}]}
+    pod = {**ONFAILURE, "status": api_status}
+    assert pod_status(pod, [], {}, {}, "", "10.0.0.1", NOW - 100, now=NOW) == api_status
+    done = [info(ONFAILURE, "app", "exited", 0)]         # still there: reported as usual
+    assert pod_status(pod, done, {}, {}, "", "10.0.0.1", NOW - 100, now=NOW)["phase"] == "Succeeded"
 
 
 def test_crash_loop_back_off_waits_then_restarts():
