@@ -4,12 +4,16 @@ A step that fails in CI is often a flake that does not come back on a
 re-run (chapter 05 part 4: the Website controller in its pod never said
 "controllers running"). By then the cluster is gone, so the report keeps
 what a maintainer would have looked at: each kubelet's last log lines (the
-kubelets run in the runner's own terminals) and `kubectl describe` of the
-pods the failing command was about.
+kubelets run in the runner's own terminals), `kubectl describe` of the
+pods the failing command was about, and what Docker says ended the
+lesson's containers (chapter 04 part 1 in CI, 2026-12-07: every container
+of node1 died at once, and its kubelet's log cannot say who killed them).
 """
 from __future__ import annotations
 
 import shlex
+import subprocess
+import time
 
 KUBELET_LINES = 40      # of each kubelet's log
 DESCRIBE_LINES = 150    # of `kubectl describe`, which ends with the events
@@ -67,3 +71,35 @@ def trimmed(lines: list[str], limit: int = DESCRIBE_LINES) -> str:
     if len(lines) <= limit:
         return "\n".join(lines)
     return f"({len(lines) - limit} lines left out)\n" + "\n".join(lines[-limit:])
+
+
+ENDINGS = ("kill", "die", "oom", "destroy")     # Docker's events for a container's end
+
+
+def docker_endings(node_names, since: float) -> str | None:
+    """Docker's record of how this computer's containers of the lesson's
+    nodes ended, since the lesson began: a kill's signal, a death's exit
+    code, an OOM kill. (Namespace machines have Docker engines of their own.)"""
+    if not node_names:
+        return None
+    command = ["docker", "events", "--since", f"{since:.0f}", "--until", f"{time.time():.0f}",
+               "--filter", "type=container", "--format",
+               "{{.Time}} {{.Action}} {{index .Actor.Attributes \"io.groundup.node-name\"}} "
+               "{{index .Actor.Attributes \"io.kubernetes.pod.name\"}} "
+               "{{index .Actor.Attributes \"io.kubernetes.container.name\"}} "
+               "exitCode={{index .Actor.Attributes \"exitCode\"}} signal={{index .Actor.Attributes \"signal\"}}"]
+    for action in ENDINGS:
+        command += ["--filter", f"event={action}"]
+    command += ["--filter", "label=io.groundup.node-name"]    # several label= would all have to match
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"(docker events: {error})"
+    if done.returncode:
+        return f"(docker events: {done.stderr.strip()})"
+    lines = []
+    for line in done.stdout.splitlines():
+        when, _, rest = line.partition(" ")
+        if rest.split(" ")[1:2] and rest.split(" ")[1] in node_names and when.isdigit():
+            lines.append(time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime(int(when))) + rest)   # as the kubelets log
+    return "\n".join(lines[-KUBELET_LINES:]) or "(none)"

@@ -392,6 +392,7 @@ class Session:
     machines: object = None     # a machines.Machines when the lesson types `host$`
     local: set = field(default_factory=set)     # machines whose terminals are on this computer
     kubectl_on: list = field(default_factory=list)  # machines whose shells typed kubectl (and so know the cluster)
+    began: float = field(default_factory=time.time)  # for Docker's events in a failure report
 
     def enter(self, machine: str, cwd) -> list[str]:
         """How a terminal gets onto a machine: on namespace machines, nsenter.
@@ -435,6 +436,10 @@ class Session:
         """What to read after a failed step: the kubelets' last log lines,
         and the pods as kubectl describes them (failure_report.py)."""
         sections = failure_report.kubelet_logs(self.backgrounds)
+        endings = failure_report.docker_endings(self.node_names, self.began)
+        if endings:
+            sections.append("--- how Docker says the lesson's containers ended (kill, die, oom, destroy):\n"
+                            + endings)
         shells = [self.shells[m] for m in sorted(self.kubectl_on, key=lambda m: m != machine)
                   if m in self.shells and not self.shells[m].busy]
         if shells:
