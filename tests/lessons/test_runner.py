@@ -1,9 +1,9 @@
 """The lesson runner's own tests, on small READMEs written for each case."""
 from __future__ import annotations
 
-import subprocess
 import os
 import re
+import subprocess
 import time
 
 import pytest
