@@ -239,6 +239,31 @@ def pytest_configure(config):
         except ValueError as error:
             raise pytest.UsageError(f"--capabilities: {error}") from None
         config.pluginmanager.register(CapabilitySummary(chapters), "capabilities")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ChainTimes(), "chain-times")
+
+
+class ChainTimes:
+    """Where a run's time went, by chain: each serial group runs one test at
+    a time on one worker, so the longer group is the run's floor however
+    many workers there are (the 15-minute goal is won or lost there)."""
+
+    def __init__(self):
+        self.seconds: dict[str, dict[str, float]] = {}      # chain -> file -> seconds
+
+    def pytest_runtest_logreport(self, report) -> None:
+        chain = group_of(report.nodeid) or "everything else (all workers)"
+        files = self.seconds.setdefault(chain, {})
+        files[path_of(report.nodeid)] = files.get(path_of(report.nodeid), 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if sum(len(files) for files in self.seconds.values()) < 2:
+            return
+        terminalreporter.section("where the time went, by chain (set-up, test and tear-down)")
+        for chain, files in sorted(self.seconds.items(), key=lambda item: -sum(item[1].values())):
+            longest = sorted(files.items(), key=lambda item: -item[1])[:4]
+            terminalreporter.write_line(f"{chain}: {sum(files.values()):,.0f} s in {len(files)} files; longest: "
+                                        + ", ".join(f"{path} {seconds:.0f} s" for path, seconds in longest))
 
 
 def makes_another_machine(module) -> bool:
