@@ -495,7 +495,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="with an API server: what Kubernetes' own daemons keep (same form)")
     parser.add_argument("--local-path-root", default=LOCAL_PATH_ROOT,
                         help="where the local-path provisioner puts volumes on this node; the kubelet removes "
-                             f"a directory there once its PersistentVolume is deleted (default {LOCAL_PATH_ROOT})")
+                             "a directory it made there once its PersistentVolume is deleted "
+                             f"(default {LOCAL_PATH_ROOT})")
     parser.add_argument("--root-dir", default=None,
                         help="the kubelet's own directory (default: <temp dir>/groundup-kubelet/<node name>; "
                              "Kubernetes' is /var/lib/kubelet): configMap and downwardAPI volumes are written "
@@ -560,7 +561,8 @@ def join_cluster(kubelet: Kubelet, client, args: argparse.Namespace) -> None:
     from service_discovery.service_env import services_env_from
     volumes.install(kubelet, client, args.root_dir, args.sync_frequency)
     # Claims' volumes (chapter 04); deleted volumes' directories are looked for every ten syncs.
-    persistent.install(kubelet, client, args.local_path_root, cleanup_period=max(10 * args.sync_frequency, 2.0))
+    persistent.install(kubelet, client, args.local_path_root, args.root_dir,
+                       cleanup_period=max(10 * args.sync_frequency, 2.0))
     register_node(kubelet, client, args.node_ip or default_node_ip(client.connection.server), args.read_only_port,
                   args.reserved, args.node_status_update_frequency, wait_for_pod_cidr=not args.pod_cidr)
     kubelet.worker.service_env = services_env_from(client)

@@ -70,6 +70,7 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
         "test_pods.py::test_crashing_*", "test_pods.py::test_restart_policy_*",
         "test_decisions.py::test_crash_loop_*", "test_decisions.py::test_backoff_*",
         "test_decisions.py::test_a_failed_sandbox_*", "test_decisions.py::test_a_fixed_image_*",
+        "test_decisions.py::test_a_pod_the_api_server_has_as_finished_*", "test_decisions.py::test_a_finished_pods_*",
         "test_lifecycle.py::test_a_taken_host_port_*", "test_lifecycle.py::test_missing_image_*",
         "test_cluster.py::test_a_crash_loop_*", "test_cluster.py::test_*image*")),
     Capability("probes", f"{KUBELET_LESSON}#probes", (
@@ -84,7 +85,7 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
         "test_lifecycle_cluster.py::test_kubectl_delete_grace_period_*")),
     Capability("volumes", f"{KUBELET_JOINS}#configmaps-and-secrets-what-the-kubelet-fetches", (
         "test_lifecycle.py::*empty_dir*", "test_api_volumes.py", "test_api_volume_payloads.py",
-        "test_sa_token_volume.py", "test_claim_volumes.py")),
+        "test_sa_token_volume.py", "test_claim_volumes.py", "test_claim_cleanup.py")),
     Capability("status, logs and stats", f"{KUBELET_LESSON}#status", (
         "test_decisions.py::test_pod_phase", "test_decisions.py::test_qos_class",
         "test_lifecycle.py::test_read_only_port_*", "test_lifecycle.py::test_container_logs_*",
@@ -107,7 +108,7 @@ GAUNTLET = "02-apiserver/lesson-3-the-gauntlet.md"
 
 CHAPTER_02 = Chapter("02", "the API server", "tests/apiserver", (
     Capability("a durable store", f"{STORE}#durable-one-json-file-per-object", (
-        "test_store.py", "test_crash_consistency.py", "test_durability.py")),
+        "test_store.py", "test_crash_consistency.py", "test_durability.py", "test_deletion_race.py")),
     Capability("watch", f"{STORE}#watch-one-history-many-cursors", (
         "test_watch.py", "test_watch_restart.py", "test_informer.py", "test_events.py")),
     Capability("REST, kinds and validation", f"{STORE}#one-path-for-every-request", (

@@ -134,7 +134,7 @@ DOCKER = ("tests/kubelet/", "tests/test_docker_requirement.py", "tests/apiserver
 # server of their own on a free loopback port) run beside everything else:
 # on the two serial chains they only lengthened the longest path. The check
 # below keeps them honest: a test here that takes Docker is an error.
-UNSHARED = ("tests/kubelet/test_api_source.py", "tests/kubelet/test_api_volume_payloads.py",
+UNSHARED = ("tests/kubelet/test_api_source.py", "tests/kubelet/test_api_volume_payloads.py", "tests/kubelet/test_claim_cleanup.py",
             "tests/kubelet/test_decisions.py", "tests/kubelet/test_node_ip.py", "tests/kubelet/test_node_status.py",
             "tests/kubelet/test_pod_dns.py", "tests/kubelet/test_pod_fields.py",
             "tests/kubelet/test_security_context_options.py", "tests/kubelet/test_service_env.py",

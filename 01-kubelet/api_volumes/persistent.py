@@ -22,6 +22,11 @@ provisioner deleted it, under reclaimPolicy Delete) and that no pod here
 uses. The node does it because only the node can reach its disk; doing it
 by looking at what exists, not at a deletion event, means a kubelet that
 was down when the volume went still cleans up when it comes back.
+
+It removes only directories it made itself, as its own record says (a
+file per volume in the kubelet's --root-dir): the root is a directory of
+the machine, and another cluster's kubelet on it (another API server, to
+which this volume is unknown, a 404) must never take it for deleted.
 """
 from __future__ import annotations
 
@@ -46,9 +51,11 @@ def claim_volumes(pod: dict) -> list[dict]:
 
 
 class ClaimVolumes:
-    def __init__(self, client, node_name: str, events, log, local_path_root: str, mounted=lambda: set()):
+    def __init__(self, client, node_name: str, events, log, local_path_root: str, records: str,
+                 mounted=lambda: set()):
         self.client, self.node_name, self.events, self.log = client, node_name, events, log
         self.local_path_root = local_path_root
+        self.records = records          # a file per directory this kubelet made: name = the PV's, text = the path
         self.mounted = mounted          # () -> the host paths this node's containers have mounted now
         self._paths: dict[tuple[str, str], tuple[str, bool]] = {}   # (pod uid, volume) -> (host path, read-only)
         self._told: dict[tuple[str, str], str] = {}                 # last event per (pod uid, volume)
@@ -109,6 +116,7 @@ class ClaimVolumes:
         path = as_str(pv["spec"][kind].get("path"))
         if kind == "hostPath" and pv["spec"]["hostPath"].get("type") == "DirectoryOrCreate":
             try:
+                self._record(volume_name, path)                # before it exists: never one unrecorded
                 os.makedirs(path, mode=0o777, exist_ok=True)   # any container user may write, as emptyDir
                 os.chmod(path, 0o777)
             except OSError as error:
@@ -137,18 +145,18 @@ class ClaimVolumes:
 
     # [START remove-deleted-volumes]
     def remove_deleted(self) -> list[str]:
-        """Remove the directories under --local-path-root whose PersistentVolume
-        is gone (asked of the API server: a 404, nothing less) and which no
-        pod on this node uses. Returns what was removed."""
-        if not os.path.isdir(self.local_path_root):
+        """Remove the directories this kubelet made under --local-path-root
+        whose PersistentVolume is gone (asked of the API server: a 404,
+        nothing less) and which no pod on this node uses. Returns what was removed."""
+        if not os.path.isdir(self.records):
             return []
         with self._lock:
             in_use = {path for path, _ in self._paths.values()}
         in_use |= self.mounted()          # a container from before a kubelet restart counts too
         removed = []
-        for name in sorted(os.listdir(self.local_path_root)):
-            path = os.path.join(self.local_path_root, name)
-            if not name.startswith("pvc-") or path in in_use or not os.path.isdir(path):
+        for name in sorted(os.listdir(self.records)):
+            path = _read(os.path.join(self.records, name))
+            if path in in_use or not self._under_root(path):
                 continue
             try:
                 self.client.get("v1", "persistentvolumes", None, name)
@@ -158,10 +166,25 @@ class ClaimVolumes:
             except (APIConnectionError, APIStatusError):
                 continue                          # cannot tell: keep it
             shutil.rmtree(path, ignore_errors=True)
+            os.unlink(os.path.join(self.records, name))
             self.log.info("removed the directory of a deleted volume", obj=name, path=path)
             removed.append(path)
         return removed
     # [END remove-deleted-volumes]
+
+    def _record(self, volume_name: str, path: str) -> None:
+        """Remember that this kubelet made the volume's directory (only under the provisioner's root)."""
+        if not self._under_root(path) or os.path.sep in volume_name:
+            return
+        record = os.path.join(self.records, volume_name)
+        if not os.path.exists(record):
+            os.makedirs(self.records, exist_ok=True)
+            with open(record, "w") as f:
+                f.write(path)
+
+    def _under_root(self, path: str) -> bool:
+        root = os.path.realpath(self.local_path_root)
+        return os.path.dirname(os.path.realpath(path)) == root
 
     def start(self, period: float, stop: threading.Event) -> "ClaimVolumes":
         def run():
@@ -178,10 +201,18 @@ def _pod_key(pod: dict) -> str:
     return f"{pod['metadata'].get('namespace')}/{pod['metadata'].get('name')}"
 
 
-def install(kubelet, client, local_path_root: str, cleanup_period: float = 10.0) -> ClaimVolumes:
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def install(kubelet, client, local_path_root: str, root_dir: str, cleanup_period: float = 10.0) -> ClaimVolumes:
     """Give a kubelet that joins a cluster its pods' claims (kubelet.py calls this)."""
     claims = ClaimVolumes(client, kubelet.node_name, kubelet.events, kubelet.log, local_path_root,
-                          mounted=kubelet.runtime.mounted_host_paths)
+                          os.path.join(root_dir, "local-volumes"), mounted=kubelet.runtime.mounted_host_paths)
     kubelet.worker.claims = claims
     kubelet.runtime.claim_volume_path = claims.host_path
     return claims.start(cleanup_period, kubelet.stopping)
