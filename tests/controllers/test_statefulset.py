@@ -113,6 +113,8 @@ def steps(existing, replicas, revisions=V1, ordered=True):
      "one at a time: web-1 waits for web-2 to be gone"),
     (pods("ready", "pending", "ready"), 1, ([], ["web-2"], "web-2 to be terminated"),
      "an unwell pod that is going anyway blocks nothing"),
+    (pods("terminating"), 3, ([], [], "web-0 to be terminated"),
+     "web-0 is being deleted, though still Ready: web-1 waits until web-0 is back"),
 ])
 def test_ordered_ready_one_step_at_a_time(existing, replicas, expected, why):
     assert steps(existing, replicas) == expected, why
@@ -140,6 +142,8 @@ def test_parallel_does_not_wait(existing, replicas, expected, why):
      ([], [], ""), "partition 2: web-0 and web-1 keep v1"),
     (pods("ready", "ready", "ready"), Revisions("v1", "v2", rolling=False), ([], [], ""),
      "OnDelete: pods change only when someone deletes them"),
+    (pods("ready", "ready", "terminating"), V2, ([], [], "web-2 to be terminated"),
+     "web-2, deleted for the update, may still be Ready while it goes: web-1 waits for it to be gone"),
 ])
 def test_rolling_update_in_reverse_order_down_to_the_partition(existing, revisions, expected, why):
     assert steps(existing, 3, revisions) == expected, why
