@@ -234,6 +234,10 @@ def stage_rolling_update(ctx: WithPlan) -> None:
     expect(ctx, {0: pod(0), 1: pod(1, "ready", NEW), 2: pod(2, "ready", NEW)}, revisions=changed, delete=[0],
            why="then web-0, last")
     expect(ctx, pods("ready", "ready", "ready", revision=NEW), revisions=changed, why="every pod is updated")
+    expect(ctx, pods("ready", "ready", "ready"), ordered=False, revisions=changed, delete=[2],
+           why="Parallel too updates one pod at a time, highest ordinal first")
+    expect(ctx, {**pods("ready", "ready"), 2: pod(2, "pending", NEW)}, ordered=False, revisions=changed,
+           why="Parallel too: the new web-2 is not Running and Ready yet, so web-1 waits for it")
     partition = {**changed, "partition": 1}
     expect(ctx, pods("ready", "ready", "ready"), revisions=partition, delete=[2],
            why="partition 1: web-2 and web-1 are updated, highest first")
