@@ -88,7 +88,8 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
     Capability("status, logs and stats", f"{KUBELET_LESSON}#status", (
         "test_decisions.py::test_pod_phase", "test_decisions.py::test_qos_class",
         "test_lifecycle.py::test_read_only_port_*", "test_lifecycle.py::test_container_logs_*",
-        "test_cluster.py::test_kubectl_logs_*", "test_stats_summary.py")),
+        "test_cluster.py::test_kubectl_logs_*", "test_stats_summary.py",
+        "test_decisions.py::test_a_pod_the_api_server_has_as_finished_*", "test_decisions.py::test_a_finished_pods_status_*")),
     Capability("manifests and the sync loop", f"{KUBELET_LESSON}#the-sync-loop", (
         "test_lifecycle.py", "test_sync_sources.py")),
     Capability("security contexts, and what is refused", f"{KUBELET_RUN}#7-break-a-manifest", (
@@ -107,7 +108,7 @@ GAUNTLET = "02-apiserver/lesson-3-the-gauntlet.md"
 
 CHAPTER_02 = Chapter("02", "the API server", "tests/apiserver", (
     Capability("a durable store", f"{STORE}#durable-one-json-file-per-object", (
-        "test_store.py", "test_crash_consistency.py", "test_durability.py")),
+        "test_store.py", "test_crash_consistency.py", "test_durability.py", "test_deletion_race.py")),
     Capability("watch", f"{STORE}#watch-one-history-many-cursors", (
         "test_watch.py", "test_watch_restart.py", "test_informer.py", "test_events.py")),
     Capability("REST, kinds and validation", f"{STORE}#one-path-for-every-request", (
@@ -166,7 +167,8 @@ CHAPTER_04 = Chapter("04", "the controllers", "tests/controllers", (
     Capability("DaemonSets, Jobs and CronJobs",
                "04-controllers/lesson-1-run-the-controllers.md#7-node2-comes-back-a-daemonset-and-a-job", (
                    "test_daemonset.py", "test_job.py", "test_cronjob.py")),
-    Capability("StatefulSets", "04-controllers/README.md#build-it", ("test_statefulset.py",)),
+    Capability("StatefulSets", "04-controllers/lesson-4-state-that-keeps-its-name.md#what-comes-next",
+               ("test_statefulset.py",)),
     Capability("your own kind",
                "04-controllers/lesson-2-your-own-kind.md#the-operator-04-controllerswebsite_controllerpy",
                ("test_website_operator.py",)),
