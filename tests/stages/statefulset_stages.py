@@ -87,7 +87,7 @@ def shown(table: dict[int, dict]) -> str:
                  "Running and Ready" if phase == "Running" and ready else
                  "Running, not Ready" if phase == "Running" else phase)
         revision = p["metadata"]["labels"]["controller-revision-hash"]
-        parts.append(f"{p['metadata']['name']} {state}" + (f" ({revision})" if revision != OLD else ""))
+        parts.append(f"{p['metadata']['name']} {state}" + (f" (new template, {revision})" if revision == NEW else ""))
     return ", ".join(parts)
 
 
@@ -109,13 +109,15 @@ def ask(ctx: WithPlan, table: dict[int, dict], *, replicas: int = 3, start: int 
                           happened=lambda: "it did not answer", timeout=10, hint=WHAT_COMES_NEXT)
 
 
-def did(answer: dict, set_name: str = "web") -> str:
-    made = [f"{set_name}-{o}" + (f" ({r})" if r != OLD else "") for o, r in answer["create"]]
+def did(answer: dict, create: str = "created", delete: str = "deleted", nothing: str = "did nothing") -> str:
+    """What a plan's answer does, in words: "created web-0; deleted web-3"."""
+    template = {OLD: "", NEW: " from the new template"}
+    made = [f"web-{o}" + template.get(r, f" from {r}") for o, r in answer["create"]]
     if not made and not answer["delete"]:
-        return "your plan() did nothing"
-    return "your plan() " + "; ".join(part for part in (f"created {', '.join(made)}" if made else "",
-                                                         f"deleted {', '.join(answer['delete'])}"
-                                                         if answer["delete"] else "") if part)
+        return nothing
+    return "; ".join(part for part in (f"{create} {', '.join(made)}" if made else "",
+                                       f"{delete} {', '.join(answer['delete'])}" if answer["delete"] else "")
+                     if part)
 
 
 def expect(ctx: WithPlan, table: dict[int, dict], *, create=(), delete=(), why: str, any_order: bool = False,
@@ -140,15 +142,16 @@ def expect(ctx: WithPlan, table: dict[int, dict], *, create=(), delete=(), why: 
         settings.append(f"minReadySeconds {asked['min_ready_seconds']}")
     revisions = asked.get("revisions")
     if revisions:
-        settings.append(f"the template changed {revisions['current']} -> {revisions['update']}"
+        settings.append(f"the template changed: current revision {revisions['current']} (the old template), "
+                        f"update revision {revisions['update']} (the new)"
                         if revisions["current"] != revisions["update"] else "")
         if "partition" in revisions:
             settings.append(f"partition {revisions['partition']}")
         if revisions.get("rolling") is False:
             settings.append("updateStrategy OnDelete")
-    wanted = did({"create": wanted_create, "delete": wanted_delete}).replace("your plan() ", "")
+    wanted = did({"create": wanted_create, "delete": wanted_delete}, "create", "delete", "do nothing")
     raise StageFailure(f"with {shown(table)} ({', '.join(s for s in settings if s)}): {wanted} ({why})",
-                       did(answer), WHAT_COMES_NEXT)
+                       f"your plan() {did(answer)}", WHAT_COMES_NEXT)
 
 
 # ---------------------------------------------------------------- the stages
