@@ -142,7 +142,7 @@ def plan(pods: dict[int, dict], start: int, replicas: int, revisions: Revisions,
 
     ordered (OrderedReady): one step at a time; a pod is made only when every
     pod before it is Running and Ready, and removed (highest first) only when
-    every other is. Parallel: every missing pod at once, every extra at once.
+    every pod kept is. Parallel: every missing pod at once, every extra at once.
     Updates go one pod at a time in both, highest ordinal first, down to the
     partition, each waiting for the one before to be Ready again.
     """

@@ -201,7 +201,7 @@ def stage_scale_down(ctx: WithPlan) -> None:
     expect(ctx, pods("ready", "ready", "ready", "ready"), delete=[3], why="web-4 is gone: now web-3")
     expect(ctx, pods("ready", "ready"), replicas=0, delete=[1], why="scaled to 0: web-1 first, then web-0")
     expect(ctx, pods("ready", "pending", "ready", "ready", "ready"),
-           why="web-1 is not Running and Ready: OrderedReady removes a pod only when every other is")
+           why="web-1 is not Running and Ready: OrderedReady removes a pod only when every pod it keeps is")
     expect(ctx, {0: pod(0), 1: pod(1), 7: pod(7), 3: pod(3)}, replicas=2, delete=[7],
            why="web-7 is the highest extra ordinal, whatever the gaps")
 
@@ -264,7 +264,7 @@ STAGES = [
     Stage(2, "a missing or finished pod comes back as itself", stage_comes_back, WHAT_COMES_NEXT,
           terms=("its own name", "Failed", "Succeeded", "being deleted")),
     Stage(3, "scaling down: the highest ordinal first, one at a time", stage_scale_down, WHAT_COMES_NEXT,
-          terms=("highest ordinal first", "one at a time", "terminating", "every other pod")),
+          terms=("highest ordinal first", "one at a time", "terminating", "every pod it keeps")),
     Stage(4, "Parallel: every missing pod at once, every extra pod at once", stage_parallel, WHAT_COMES_NEXT,
           terms=("Parallel", "every missing pod at once", "every extra pod at once")),
     Stage(5, "a rolling update: highest ordinal first, down to the partition", stage_rolling_update,
