@@ -25,7 +25,7 @@ import pytest
 
 import statefulset_stages
 from honesty import EXPECTED_TO_FAIL, report, solved
-from splice import todo_stages
+from splice import functions, todo_stages
 from stage_runner import ROOT, run_stage
 from statefulset_stages import CONTEXT, STAGES
 
@@ -120,6 +120,18 @@ def test_a_stage_catches_a_mistake_in_its_part(tmp_path, number, mistake, right,
     result = run_stage(STAGES[number - 1], mine, CONTEXT, patience=EXPECTED_TO_FAIL)
     assert result.failure is not None, f"stage {number} passed a plan that {mistake}"
     assert not result.failure.unreadable, report(result)
+
+
+def test_the_starters_plan_is_the_references_line_for_line():
+    """The order of the steps is given, not graded: so it must stay the
+    reference's own (docstring aside), or the two would drift apart."""
+    import ast
+    def body(path):
+        source = path.read_text()
+        node = functions(source)["plan"]
+        node.body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body
+        return ast.unparse(node)
+    assert body(STARTER) == body(REFERENCE)
 
 
 def test_every_todo_in_the_starter_belongs_to_a_stage():
