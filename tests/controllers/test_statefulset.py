@@ -405,8 +405,13 @@ def test_a_partition_keeps_the_lower_pods_on_the_old_template(api, apiserver, ma
         assert api.delete(f"/api/v1/namespaces/{ns}/pods/web-0").status_code == 200
         wait_for(lambda: images(api, ns).get("web-0") == "busybox:1.35" and len(images(api, ns)) == 3,
                  what="web-0 back")
+        # The status counts web-0 at the reconcile after the one that made it
+        # (that one counted the pods it had): wait for it, do not read once.
+        def counts() -> tuple:
+            status = the_set(api, ns).get("status") or {}
+            return status.get("currentReplicas"), status.get("updatedReplicas")
+        wait_for(lambda: counts() == (2, 1), timeout=10, what="currentReplicas 2 and updatedReplicas 1")
         status = the_set(api, ns)["status"]
-        assert (status["currentReplicas"], status["updatedReplicas"]) == (2, 1)
         assert status["currentRevision"] != status["updateRevision"]
 
 
