@@ -70,6 +70,7 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
         "test_pods.py::test_crashing_*", "test_pods.py::test_restart_policy_*",
         "test_decisions.py::test_crash_loop_*", "test_decisions.py::test_backoff_*",
         "test_decisions.py::test_a_failed_sandbox_*", "test_decisions.py::test_a_fixed_image_*",
+        "test_decisions.py::test_a_pod_the_api_server_has_as_finished_*", "test_decisions.py::test_a_finished_pods_*",
         "test_lifecycle.py::test_a_taken_host_port_*", "test_lifecycle.py::test_missing_image_*",
         "test_cluster.py::test_a_crash_loop_*", "test_cluster.py::test_*image*")),
     Capability("probes", f"{KUBELET_LESSON}#probes", (
@@ -88,8 +89,7 @@ CHAPTER_01 = Chapter("01", "the kubelet", "tests/kubelet", (
     Capability("status, logs and stats", f"{KUBELET_LESSON}#status", (
         "test_decisions.py::test_pod_phase", "test_decisions.py::test_qos_class",
         "test_lifecycle.py::test_read_only_port_*", "test_lifecycle.py::test_container_logs_*",
-        "test_cluster.py::test_kubectl_logs_*", "test_stats_summary.py",
-        "test_decisions.py::test_a_pod_the_api_server_has_as_finished_*", "test_decisions.py::test_a_finished_pods_status_*")),
+        "test_cluster.py::test_kubectl_logs_*", "test_stats_summary.py")),
     Capability("manifests and the sync loop", f"{KUBELET_LESSON}#the-sync-loop", (
         "test_lifecycle.py", "test_sync_sources.py")),
     Capability("security contexts, and what is refused", f"{KUBELET_RUN}#7-break-a-manifest", (
