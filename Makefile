@@ -22,7 +22,7 @@ WORKERS ?= 4
 CHECKPOINT = $(PYTEST) -n $(WORKERS) --checkpoint -m "not exhaustive" $(if $(V),-v,-q) --capabilities
 
 .DEFAULT_GOAL := help
-.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean dashboard bench-dashboard test-dashboard bench-02-writes stage-05-ingress
+.PHONY: help setup venv images doctor demo demo-04 demo-01 demo-02 demo-03 test test-common test-01 lesson-01 stage-01 bench-01 test-02 lesson-02 stage-02 bench-02 bench-02-nodes bench-02-exec apiserver ha bench-02-etcd bench-02-ha certs clean-node test-03 lesson-03 bench-03 stage-03 test-04 lesson-04 stage-04 bench-04 test-05 lesson-05 stage-05 bench-05 bench-05-dns bench-05-ingress machines machines-down on kubectl-versions snippet clean dashboard bench-dashboard test-dashboard bench-02-writes stage-05-ingress stage-04-statefulset
 
 help: ## list the targets
 	@echo "Quickstart:"
@@ -130,6 +130,9 @@ lesson-04: venv images ## run chapter 04's README as a lesson, command by comman
 
 stage-04: venv ## chapter 04, build it yourself: grade your ReplicaSet controller stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
 	@$(PY) tests/stages/run.py 04 $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
+
+stage-04-statefulset: venv ## chapter 04, part 4, build it yourself: grade your StatefulSet plan stage by stage (STAGE=N: one stage; MINE=path/to/yours.py)
+	@$(PY) tests/stages/run.py 04-statefulset $(if $(STAGE),--stage $(STAGE)) $(if $(MINE),--mine $(MINE))
 
 bench-04: venv ## chapter 04 benchmark: a 100-replica Deployment created and rolled, writes per replica, idle requests (ARGS="--replicas 30": quick)
 	$(PY) 04-controllers/bench.py $(ARGS)

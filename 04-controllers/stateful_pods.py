@@ -142,71 +142,92 @@ def plan(pods: dict[int, dict], start: int, replicas: int, revisions: Revisions,
 
     ordered (OrderedReady): one step at a time; a pod is made only when every
     pod before it is Running and Ready, and removed (highest first) only when
-    every other is. Parallel: every missing pod at once, every extra at once.
+    every pod kept is. Parallel: every missing pod at once, every extra at once.
     Updates go one pod at a time in both, highest ordinal first, down to the
     partition, each waiting for the one before to be Ready again.
     """
     result = Plan()
     wanted = range(start, start + replicas)
 
-    def healthy(pod: dict) -> bool:
-        return is_running_and_ready(pod, min_ready_seconds, now)
+    def healthy(pod: dict) -> bool:               # a pod being deleted may still be Ready: not healthy
+        return is_running_and_ready(pod, min_ready_seconds, now) and not is_terminating(pod)
 
-    for ordinal in wanted:                        # 1. make and mend, lowest first
-        pod = pods.get(ordinal)
-        if pod is not None and has_finished(pod) and not is_terminating(pod):
-            result.delete.append(pod)             # it comes back, same name, same disk
-            if ordered:
-                return _wait(result, f"{pod['metadata']['name']} to be replaced")
-            continue
-        if pod is None:
-            keep_old = revisions.rolling and ordinal < start + revisions.partition
-            result.create.append((ordinal, revisions.current if keep_old else revisions.update))
-            if ordered:
-                return _wait(result, f"pod {ordinal} to be created")
-            continue
-        if ordered and not healthy(pod):
-            state = "terminated" if is_terminating(pod) else "Running and Ready"
-            return _wait(result, f"{pod['metadata']['name']} to be {state}")
-
-    return _scale_down_then_roll(result, pods, start, replicas, revisions, ordered, healthy)
+    if make_and_mend(result, pods, wanted, revisions, ordered, healthy):
+        return result                             # OrderedReady: a pod before the rest is not ready
+    if scale_down(result, pods, wanted, ordered) or result.create or result.delete:
+        return result                             # the update waits until the set has its size
+    roll(result, pods, wanted, revisions, healthy)
+    return result
 # [END stateful-plan]
 
 
-# [START stateful-scale-down-and-roll]
-def _scale_down_then_roll(result: Plan, pods: dict[int, dict], start: int, replicas: int,
-                          revisions: Revisions, ordered: bool, healthy) -> Plan:
-    """Steps 2 and 3 of plan(), once every pod that should exist does."""
-    wanted = range(start, start + replicas)
-    condemned = sorted((o for o in pods if o not in wanted), reverse=True)
-    for ordinal in condemned:                     # 2. remove the extra pods, highest first
-        pod = pods[ordinal]
-        if is_terminating(pod):
+# [START stateful-make-and-mend]
+def make_and_mend(result: Plan, pods: dict[int, dict], wanted: range, revisions: Revisions,
+                  ordered: bool, healthy) -> bool:
+    """1. Every pod that should exist, lowest ordinal first: a missing one
+    is made, one that stopped for good is deleted (to come back as itself).
+    True: the plan stops here (OrderedReady waits for this step)."""
+    for ordinal in wanted:
+        pod = pods.get(ordinal)
+        if pod is None:
+            result.create.append((ordinal, revision_for(ordinal, wanted.start, revisions)))
             if ordered:
-                return _wait(result, f"{pod['metadata']['name']} to be terminated")
-            continue
-        result.delete.append(pod)
-        if ordered:
-            return _wait(result, f"{pod['metadata']['name']} to be terminated")
-    if result.create or result.delete or not revisions.rolling:
-        return result
+                return wait_for(result, f"pod {ordinal} to be created")
+        elif has_finished(pod) and not is_terminating(pod):
+            result.delete.append(pod)             # it comes back, same name, same disk
+            if ordered:
+                return wait_for(result, f"{pod['metadata']['name']} to be replaced")
+        elif ordered and not healthy(pod):
+            state = "terminated" if is_terminating(pod) else "Running and Ready"
+            return wait_for(result, f"{pod['metadata']['name']} to be {state}")
+    return False
+# [END stateful-make-and-mend]
 
-    for ordinal in reversed(wanted):              # 3. roll: highest first, down to the partition
-        if ordinal < start + revisions.partition:
+
+def revision_for(ordinal: int, start: int, revisions: Revisions) -> str:
+    """The revision a pod made now is made from: below the partition the
+    current one (a pod deleted there comes back as it was), else the update."""
+    if revisions.rolling and ordinal < start + revisions.partition:
+        return revisions.current
+    return revisions.update
+
+
+# [START stateful-scale-down-and-roll]
+def scale_down(result: Plan, pods: dict[int, dict], wanted: range, ordered: bool) -> bool:
+    """2. The pods beyond the set's size go, highest ordinal first
+    (OrderedReady: one at a time, each once the one before is gone)."""
+    for ordinal in sorted((o for o in pods if o not in wanted), reverse=True):
+        pod = pods[ordinal]
+        if not is_terminating(pod):
+            result.delete.append(pod)
+        if ordered:
+            return wait_for(result, f"{pod['metadata']['name']} to be terminated")
+    return False
+
+
+def roll(result: Plan, pods: dict[int, dict], wanted: range, revisions: Revisions, healthy) -> bool:
+    """3. The update: one pod at a time, highest ordinal first, down to the
+    partition; each waits for the one before to be Running and Ready again.
+    OnDelete: none (a pod changes when someone deletes it)."""
+    if not revisions.rolling:
+        return False
+    for ordinal in reversed(wanted):
+        if ordinal < wanted.start + revisions.partition:
             break
         pod = pods[ordinal]
         if revision_of(pod) != revisions.update and not is_terminating(pod):
-            result.delete.append(pod)             # step 1 of a later reconcile makes it anew
-            return _wait(result, f"{pod['metadata']['name']} to be updated")
+            result.delete.append(pod)             # make_and_mend makes it anew, from the update revision
+            return wait_for(result, f"{pod['metadata']['name']} to be updated")
         if not healthy(pod):
-            return _wait(result, f"{pod['metadata']['name']} to be Running and Ready")
-    return result
+            return wait_for(result, f"{pod['metadata']['name']} to be Running and Ready")
+    return False
 # [END stateful-scale-down-and-roll]
 
 
-def _wait(result: Plan, what: str) -> Plan:
+def wait_for(result: Plan, what: str) -> bool:
+    """Note what the plan waits for; True: it stops here."""
     result.waiting_for = what
-    return result
+    return True
 
 
 # ----------------------------------------------------------------- disks after the pods
@@ -259,4 +280,5 @@ def with_owners(claim: dict, owners: list[dict], ours: set[str]) -> list[dict] |
 
 __all__ = ["POD_NAME_LABEL", "POD_INDEX_LABEL", "REVISION_LABEL", "Plan", "Revisions", "RetentionPolicy",
            "claim_name", "claim_owners", "has_finished", "is_running_and_ready", "is_terminating",
-           "new_claim", "new_pod", "ordinal_of", "plan", "pod_name", "revision_of", "with_owners"]
+           "make_and_mend", "new_claim", "new_pod", "ordinal_of", "plan", "pod_name", "revision_for",
+           "revision_of", "roll", "scale_down", "wait_for", "with_owners"]

@@ -167,7 +167,8 @@ CHAPTER_04 = Chapter("04", "the controllers", "tests/controllers", (
     Capability("DaemonSets, Jobs and CronJobs",
                "04-controllers/lesson-1-run-the-controllers.md#7-node2-comes-back-a-daemonset-and-a-job", (
                    "test_daemonset.py", "test_job.py", "test_cronjob.py")),
-    Capability("StatefulSets", "04-controllers/README.md#build-it", ("test_statefulset.py",)),
+    Capability("StatefulSets", "04-controllers/lesson-4-state-that-keeps-its-name.md#what-comes-next",
+               ("test_statefulset.py",)),
     Capability("your own kind",
                "04-controllers/lesson-2-your-own-kind.md#the-operator-04-controllerswebsite_controllerpy",
                ("test_website_operator.py",)),

@@ -21,6 +21,9 @@ CHAPTERS = {
     "03": ("Chapter 03: the scheduler", "scheduler_stages", "03-scheduler/build-it-yourself/scheduler.py"),
     "04": ("Chapter 04: a ReplicaSet controller", "controller_stages",
            "04-controllers/build-it-yourself/replicaset_controller.py"),
+    # Chapter 04's second program (make stage-04-statefulset): part 4's StatefulSet plan.
+    "04-statefulset": ("Chapter 04: the StatefulSet plan", "statefulset_stages",
+                       "04-controllers/build-it-yourself/stateful_pods.py"),
     "05": ("Chapter 05: cluster DNS", "dns_stages", "05-proxy-dns/build-it-yourself/cluster_dns.py"),
     # Chapter 05's second program (make stage-05-ingress), as bench-05-ingress is its second bench.
     "05-ingress": ("Chapter 05: the ingress routing rules", "ingress_stages",

@@ -15,14 +15,17 @@ import dns_stages
 import ingress_stages
 import kubelet_stages
 import scheduler_stages
+import statefulset_stages
 from splice import functions
 from stage_runner import ROOT, Hint
 
-STAGE_MODULES = [kubelet_stages, apiserver_stages, scheduler_stages, controller_stages, dns_stages, ingress_stages]
+STAGE_MODULES = [kubelet_stages, apiserver_stages, scheduler_stages, controller_stages, statefulset_stages,
+                 dns_stages, ingress_stages]
 STARTERS = [ROOT / "01-kubelet" / "build-it-yourself" / "kubelet.py",
             ROOT / "02-apiserver" / "build-it-yourself" / "apiserver.py",
             ROOT / "03-scheduler" / "build-it-yourself" / "scheduler.py",
             ROOT / "04-controllers" / "build-it-yourself" / "replicaset_controller.py",
+            ROOT / "04-controllers" / "build-it-yourself" / "stateful_pods.py",
             ROOT / "05-proxy-dns" / "build-it-yourself" / "cluster_dns.py",
             ROOT / "05-proxy-dns" / "build-it-yourself" / "ingress_match.py"]
 HEADING = re.compile(r"^#+ (.+?)\s*$", re.M)

@@ -1,0 +1,1 @@
+../../../04-controllers/stateful_pods.py
