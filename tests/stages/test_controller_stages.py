@@ -20,7 +20,8 @@ from stage_runner import ROOT
 REFERENCE = ROOT / "04-controllers" / "controller_manager.py"
 STARTER = ROOT / "04-controllers" / "build-it-yourself" / "replicaset_controller.py"
 FIRST = FirstStage("3 pods of ReplicaSet web (spec.replicas is 3)",
-                   "manage_replicas() is yours to write: see TODO(stage 1)", controller_stages.THE_REPLICASET)
+                   "your program raised NotImplementedError: manage_replicas() is yours to write: see TODO(stage 1)",
+                   controller_stages.THE_REPLICASET)
 
 # Mistakes a learner could make in a part that looks finished, and the
 # stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).

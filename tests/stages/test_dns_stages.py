@@ -19,7 +19,8 @@ from stage_runner import ROOT
 REFERENCE = ROOT / "05-proxy-dns" / "cluster_dns.py"
 STARTER = ROOT / "05-proxy-dns" / "build-it-yourself" / "cluster_dns.py"
 FIRST = FirstStage("web.shop.svc.cluster.local. A: A 10.",
-                   "service_records() is yours to write: see TODO(stage 1)", dns_stages.NAMES)
+                   "your program raised NotImplementedError: service_records() is yours to write: see TODO(stage 1)",
+                   dns_stages.NAMES)
 
 # Mistakes a learner could make in a part that looks finished, and the
 # stage that must catch each: (stage, the mistake, the solution's line, the line with the mistake).

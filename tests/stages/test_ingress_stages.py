@@ -24,7 +24,8 @@ from stage_runner import ROOT
 REFERENCE = ROOT / "05-proxy-dns" / "ingress_controller.py"
 STARTER = ROOT / "05-proxy-dns" / "build-it-yourself" / "ingress_match.py"
 FIRST = FirstStage("Host shop.example, GET /foo: to foo",
-                   "match() is yours to write: see TODO(stage 1)", ingress_stages.THE_MATCH)
+                   "your program raised NotImplementedError: match() is yours to write: see TODO(stage 1)",
+                   ingress_stages.THE_MATCH)
 
 pytestmark = pytest.mark.skipif(this_machines_address().startswith("127."),
                                 reason="this machine has no address but loopback, and an EndpointSlice may not hold one")
