@@ -79,7 +79,11 @@ def test_the_scheduler_holds_its_lease_on_the_secure_port_with_its_own_token(tmp
                                      *SHORT).start()
         lease = Client(server.url).get(LEASE).json()              # read as the admin, on the insecure port
         assert lease["spec"]["holderIdentity"] == identity(scheduler)
-        assert "cannot read or write the lease" not in scheduler.log()
+        # Refused is the failure; a read that timed out on a busy machine (CI,
+        # 1 s) is retried, and is not what this test is about.
+        refused = [line for line in scheduler.log().splitlines()
+                   if "cannot read or write the lease" in line and ("403" in line or "orbidden" in line)]
+        assert not refused, refused
     finally:
         if scheduler:
             scheduler.stop()
