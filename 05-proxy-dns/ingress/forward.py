@@ -61,7 +61,7 @@ from email.utils import formatdate
 from http import HTTPStatus
 from typing import Callable
 
-from ingress.http1 import CHUNK, BadMessage, Gather, Reader, chunks, parse_head, parse_request_line, tokens, values
+from ingress.http1 import CHUNK, BadMessage, Gather, Reader, chunks, parse_head, parse_request_line, tokens
 from ingress.match import match
 from ingress.routes import Backend, RoutingTable
 
@@ -117,32 +117,32 @@ class RoundRobin:
 
 class Request:
     """What the forward needs of a client's request head, read once."""
-    __slots__ = ("method", "target", "version", "fields", "host", "length", "keep_alive", "options",
+    __slots__ = ("method", "target", "version", "fields", "index", "host", "length", "keep_alive", "options",
                  "expects_continue")
 
     def __init__(self, head: bytes):
-        start, self.fields = parse_head(head)
+        start, self.fields, self.index = parse_head(head)
         self.method, target, self.version = parse_request_line(start)
         self.target = "/" + target.lstrip("/") if target.startswith("//") else target   # as http.server did
-        hosts = values(self.fields, b"host")
+        hosts = self.index.get(b"host", ())
         self.host = hosts[0].decode("latin-1") if len(hosts) == 1 else ""
-        self.options = tokens(self.fields, b"connection")
+        self.options = tokens(self.index, b"connection")
         if self.version == b"HTTP/1.1":
             self.keep_alive = b"close" not in self.options
         else:                                              # HTTP/1.0: closed after one, unless asked
             self.keep_alive = b"keep-alive" in self.options
-        self.expects_continue = (self.version == b"HTTP/1.1"
-                                 and any(v.lower() == b"100-continue" for v in values(self.fields, b"expect")))
+        self.expects_continue = (self.version == b"HTTP/1.1" and b"expect" in self.index
+                                 and any(v.lower() == b"100-continue" for v in self.index[b"expect"]))
         self.length = self.framing()
 
     def framing(self) -> int | str:
         """The body's length or "chunked"; BadMessage for any framing the pod
         could read otherwise than we do (module docstring: Request smuggling)."""
         for name in (b"host", b"content-length"):
-            if len(values(self.fields, name)) > 1:
+            if len(self.index.get(name, ())) > 1:
                 raise BadMessage(f"more than one {name.decode().title()} header")
-        encodings = values(self.fields, b"transfer-encoding")
-        lengths = values(self.fields, b"content-length")
+        encodings = self.index.get(b"transfer-encoding")
+        lengths = self.index.get(b"content-length")
         if not encodings:
             text = lengths[0].decode("latin-1") if lengths else "0"
             if not (text.isascii() and text.isdigit()):
@@ -166,19 +166,19 @@ class Request:
 class Response:
     """The pod's answer head: the status line after the version, the fields,
     and how its body ends: a length, "chunked", or None (at the close)."""
-    __slots__ = ("status", "status_line", "fields", "length", "will_close")
+    __slots__ = ("status", "status_line", "fields", "options", "length", "will_close")
 
     def __init__(self, head: bytes, method: str):
-        start, self.fields = parse_head(head)
+        start, self.fields, index = parse_head(head)
         if len(start) < 2 or start[0] not in (b"HTTP/1.1", b"HTTP/1.0") or not (
                 len(start[1]) == 3 and start[1].isdigit()):
             raise BadMessage(f"not an HTTP/1.x status line: {b' '.join(start)[:60]!r}")
         self.status = int(start[1])
         self.status_line = b" ".join(start[1:])
-        options = tokens(self.fields, b"connection")
+        self.options = options = tokens(index, b"connection")
         self.will_close = b"close" in options or (start[0] == b"HTTP/1.0" and b"keep-alive" not in options)
-        encodings = values(self.fields, b"transfer-encoding")
-        lengths = set(values(self.fields, b"content-length"))
+        encodings = index.get(b"transfer-encoding")
+        lengths = set(index.get(b"content-length", ()))
         if method == "HEAD" or self.status in (204, 304) or self.status < 200:
             self.length = 0                                # no body, whatever the head says (RFC 9112 6.3)
         elif encodings:
@@ -371,14 +371,14 @@ class IngressHandler(socketserver.BaseRequestHandler):
     def upstream_head(self, request: Request) -> bytes:
         """The head the pod gets: the client's fields but those about its
         connection, its framing and any X-Forwarded-* it made up; ours after."""
-        dropped = NOT_TO_POD | request.options            # and the fields Connection names
+        dropped = NOT_TO_POD | request.options if request.options else NOT_TO_POD   # and those Connection names
         lines = [f"{request.method} {request.target} HTTP/1.1".encode("latin-1")]
         lines += [name + b": " + value for lower, name, value in request.fields if lower not in dropped]
         if request.length == "chunked":
             lines.append(b"Transfer-Encoding: chunked")
-        elif request.length or values(request.fields, b"content-length"):
+        elif request.length or b"content-length" in request.index:
             lines.append(b"Content-Length: %d" % request.length)
-        earlier = b", ".join(values(request.fields, b"x-forwarded-for"))
+        earlier = b", ".join(request.index.get(b"x-forwarded-for", ()))
         lines.append(b"X-Forwarded-For: " + (earlier + b", " + self.client_ip if earlier else self.client_ip))
         lines.append(b"X-Forwarded-Host: " + request.host.encode("latin-1"))
         return b"\r\n".join(lines) + b"\r\n" + self.forwarded
@@ -517,7 +517,7 @@ class IngressHandler(socketserver.BaseRequestHandler):
         unframed = not isinstance(response.length, int)
         rechunk = unframed and request.version == b"HTTP/1.1"
         keep_alive = request.keep_alive and not (unframed and not rechunk)
-        dropped = HOP_BY_HOP | tokens(response.fields, b"connection")
+        dropped = HOP_BY_HOP | response.options if response.options else HOP_BY_HOP
         if unframed:
             dropped = dropped | FRAMING
         lines = [b"HTTP/1.1 " + response.status_line]

@@ -100,12 +100,13 @@ class Reader:
 
 
 # [START parse-head]
-def parse_head(head: bytes) -> tuple[list[bytes], list[tuple[bytes, bytes, bytes]]]:
-    """A head's start line split at its spaces, and its fields as
-    (lowercased name, name, value); BadMessage for anything irregular."""
+def parse_head(head: bytes) -> tuple[list[bytes], list[tuple[bytes, bytes, bytes]], dict[bytes, list[bytes]]]:
+    """A head's start line split at its spaces; its fields in order as
+    (lowercased name, name, value), and their values by lowercased name;
+    BadMessage for anything irregular."""
     lines = head.split(b"\r\n")
     start = lines[0].split(b" ", 2)
-    fields = []
+    fields, index = [], {}
     if len(lines) > MAX_FIELDS + 1:
         raise BadMessage(f"more than {MAX_FIELDS} header fields", 431)
     for line in lines[1:]:
@@ -117,8 +118,13 @@ def parse_head(head: bytes) -> tuple[list[bytes], list[tuple[bytes, bytes, bytes
         value = value.strip(b" \t")
         if NOT_IN_VALUE.search(value):
             raise BadMessage(f"a control character in the value of {name.decode()}")
-        fields.append((name.lower(), name, value))
-    return start, fields
+        lower = name.lower()
+        fields.append((lower, name, value))
+        if lower in index:
+            index[lower].append(value)
+        else:
+            index[lower] = [value]
+    return start, fields, index
 # [END parse-head]
 
 
@@ -153,14 +159,11 @@ class Gather:
             self.send(out)
 
 
-def values(fields, lower: bytes) -> list[bytes]:
-    """The values of every field of that (lowercased) name, in order."""
-    return [value for name, _, value in fields if name == lower]
-
-
-def tokens(fields, lower: bytes) -> set[bytes]:
+def tokens(index: dict[bytes, list[bytes]], lower: bytes) -> set[bytes]:
     """A list-valued field's elements, lowercased: Connection's options."""
-    return {t.strip().lower() for value in values(fields, lower) for t in value.split(b",") if t.strip()}
+    if lower not in index:
+        return set()
+    return {t.strip().lower() for value in index[lower] for t in value.split(b",") if t.strip()}
 
 
 def chunks(reader: Reader):
