@@ -174,7 +174,7 @@ class Response:
                 len(start[1]) == 3 and start[1].isdigit()):
             raise BadMessage(f"not an HTTP/1.x status line: {b' '.join(start)[:60]!r}")
         self.status = int(start[1])
-        self.status_line = b" ".join(start[1:])
+        self.status_line = start[1] + b" " + (start[2] if len(start) > 2 else b"")   # the reason may be empty
         self.options = options = tokens(index, b"connection")
         self.will_close = b"close" in options or (start[0] == b"HTTP/1.0" and b"keep-alive" not in options)
         encodings = index.get(b"transfer-encoding")
@@ -185,12 +185,13 @@ class Response:
             chunked = b",".join(encodings).rsplit(b",", 1)[-1].strip().lower() == b"chunked"
             self.length = "chunked" if chunked else None
         elif lengths:
-            if len(lengths) > 1 or not lengths.copy().pop().isdigit():
+            if len(lengths) > 1 or not min(lengths).isdigit():
                 raise BadMessage(f"a bad Content-Length {b', '.join(lengths)[:40]!r}")
-            self.length = int(lengths.pop())
+            self.length = int(min(lengths))
         else:
             self.length = None
-        self.will_close = self.will_close or self.length is None
+        # Until the close, or framed both ways (a pod that could be misread): not reused.
+        self.will_close = self.will_close or self.length is None or bool(encodings and lengths)
 
 
 class Upstream:
