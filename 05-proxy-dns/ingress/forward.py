@@ -534,9 +534,13 @@ class IngressHandler(socketserver.BaseRequestHandler):
             complete = self.relay_body(upstream.reader, response.length, out, rechunk)
         except (OSError, BadMessage):                      # the pod or the client went away midway
             complete = False
-        if not complete:
-            upstream.close()
-            return False                                   # the client must see the answer is not whole
+        if not complete:                                   # what came is sent, then the connection ends:
+            upstream.close()                               # the client must see the answer is not whole
+            try:
+                out.flush()
+            except OSError:
+                pass
+            return False
         if response.will_close:
             upstream.close()
         else:
