@@ -7,10 +7,10 @@ the service proxy's model too (proxy.py), simple to follow. The bytes move
 buffers, never whole.
 
 Why not http.server and http.client, which the first version used: under
-`make bench-05-ingress` py-spy showed them as most of the controller's time
-per request (BENCHMARKS.md: parsing the request's head, and the answer's,
-through the email package; an HTTPResponse and its file object per
-answer), so that through the controller a keep-alive client got about a
+`make bench-05-ingress` py-spy showed them as the largest part (about 45%)
+of the controller's Python time per request (BENCHMARKS.md: parsing the
+request's head, and the answer's, through the email package; an
+HTTPResponse and its file object per answer), so that through the controller a keep-alive client got about a
 quarter of what it got straight from the pod. A proxy needs few facts from
 a head: where it ends, the Host, the body's framing and the Connection
 options; everything else passes on as it came. So ingress/http1.py reads a

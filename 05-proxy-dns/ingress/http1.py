@@ -2,7 +2,8 @@
 large buffered reads, parse it strictly, and read a body piece by piece.
 
 Why not http.server and http.client: profiled under `make bench-05-ingress`
-(BENCHMARKS.md), they were most of the controller's time per request. Both
+(BENCHMARKS.md), they were the largest part of the controller's Python time
+per request. Both
 read a head line by line and hand the header lines to the email package's
 parser, which builds a Message object for each request and each answer; a
 proxy needs five or six facts from a head (where it ends, the host, the
