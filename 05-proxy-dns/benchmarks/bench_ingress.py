@@ -11,6 +11,13 @@ through the controller, the same clients the same way: with keep-alive
 a new connection per request. The floor is the direct run of the same
 kind, so the ratio is what the controller's hop costs. The issue's targets:
 at least half the direct throughput, and a p99 at most twice the direct one.
+
+A second table says where the time goes: the CPU each party used per
+request in each run (the clients, the pod, the controller), read from
+/proc. On a machine whose cores are all busy, requests/s is the cores
+divided by the CPU a request costs all parties, so through the controller
+the ratio can reach 0.5 only if the controller costs no more per request
+than the clients and the pod together.
 """
 from __future__ import annotations
 
@@ -29,7 +36,7 @@ from pathlib import Path
 import requests
 
 from common.addresses import this_machines_address
-from common.tooling.bench_tools import machine, percentile, print_rows, start_apiserver
+from common.tooling.bench_tools import cpu_seconds, machine, percentile, print_rows, start_apiserver
 from common.tooling.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +66,8 @@ def serve_pod(address: str, port: int) -> None:
 
 
 def client(host: str, port: int, keep_alive: bool, seconds: float, results) -> None:
-    """Requests one after the other for `seconds`; puts the latencies (s) in results."""
+    """Requests one after the other for `seconds`; puts the latencies (s)
+    and the CPU seconds this client used in results."""
     latencies, conn = [], None
     end = time.monotonic() + seconds
     while time.monotonic() < end:
@@ -73,20 +81,27 @@ def client(host: str, port: int, keep_alive: bool, seconds: float, results) -> N
             conn.close()
             conn = None
         latencies.append(time.perf_counter() - start)
-    results.put(latencies)
+    results.put((latencies, time.process_time()))
 
 
-def run(host: str, port: int, keep_alive: bool, clients: int, seconds: float) -> tuple[float, float]:
-    """(requests per second, p99 in ms) for `clients` client processes."""
+def run(host: str, port: int, keep_alive: bool, clients: int, seconds: float,
+        servers: dict[str, int]) -> tuple[float, float, dict[str, float]]:
+    """(requests per second, p99 in ms, CPU µs per request of the clients
+    and of each of `servers`, by name: pid) for `clients` client processes."""
     results = multiprocessing.Queue()
     workers = [multiprocessing.Process(target=client, args=(host, port, keep_alive, seconds, results))
                for _ in range(clients)]
+    before = {name: cpu_seconds(pid) for name, pid in servers.items()}
     for worker in workers:
         worker.start()
-    latencies = [value for _ in workers for value in results.get(timeout=seconds + 60)]
+    reports = [results.get(timeout=seconds + 60) for _ in workers]
     for worker in workers:
         worker.join()
-    return len(latencies) / seconds, percentile(latencies, 0.99) * 1000
+    latencies = [value for report in reports for value in report[0]]
+    cpu = {"clients": sum(report[1] for report in reports)}
+    cpu.update({name: cpu_seconds(pid) - before[name] for name, pid in servers.items()})
+    per_request = {name: used / len(latencies) * 1e6 for name, used in cpu.items()}
+    return len(latencies) / seconds, percentile(latencies, 0.99) * 1000, per_request
 
 
 def publish(api: str, address: str, pod_port: int) -> None:
@@ -147,10 +162,12 @@ def main(argv: list[str] | None = None) -> int:
                      "--publish-address", address], stdout=log, stderr=subprocess.STDOUT,
                     env={**os.environ, "GROUNDUP_LOG_LEVEL": "WARNING"}))
             wait_routed(ingress_port)
-            rows = []
+            rows, costs = [], []
             for keep_alive, kind in ((True, "keep-alive"), (False, "a new connection per request")):
-                direct = run(address, pod_port, keep_alive, args.clients, args.seconds)
-                through = run("127.0.0.1", ingress_port, keep_alive, args.clients, args.seconds)
+                direct = run(address, pod_port, keep_alive, args.clients, args.seconds, {"pod": pod.pid})
+                through = run("127.0.0.1", ingress_port, keep_alive, args.clients, args.seconds,
+                              {"pod": pod.pid, "controller": processes[-1].pid})
+                costs += [(f"direct, {kind}", direct[2]), (f"through the ingress, {kind}", through[2])]
                 ratio = through[0] / direct[0]
                 rows.append((f"requests/s, {kind}", f"{through[0]:,.0f}", f"{direct[0]:,.0f} direct",
                              f"{ratio:.2f}", "≥ 0.5", ratio >= 0.5))
@@ -165,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{date.today().isoformat()}, {machine()}, {args.clients} client processes, {args.seconds:g} s a run, "
           f"GET of {len(BODY)} bytes")
     print_rows(rows, "through the ingress")
+    print("\nCPU per request (µs, user + system), by party:\n")
+    print("| run | clients | pod | controller | all |")
+    print("|---|---|---|---|---|")
+    for run_name, cost in costs:
+        controller = f"{cost['controller']:.0f}" if "controller" in cost else "-"
+        print(f"| {run_name} | {cost['clients']:.0f} | {cost['pod']:.0f} | {controller} | {sum(cost.values()):.0f} |")
     return 0
 
 

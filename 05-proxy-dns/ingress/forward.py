@@ -1,13 +1,24 @@
 """The forward: a small threaded HTTP/1.1 reverse proxy that streams.
 
 Why our own and not a library: the lesson is the forward itself (read the
-request, pick a pod, pass the bytes on), and the standard library has the
-two halves already: http.server parses what the client sends, http.client
-speaks to the pod. Between them we only move bytes, 64 KiB at a time, so a
-1 GB upload or download passes through a few buffers, never whole. A
-thread per client connection is the service proxy's model too (proxy.py);
-it is simple to follow, and fast enough for a lesson (BENCHMARKS.md has
-the figures against a direct connection).
+request, pick a pod, pass the bytes on). A thread per client connection is
+the service proxy's model too (proxy.py), simple to follow. The bytes move
+64 KiB at a time, so a 1 GB upload or download passes through a few
+buffers, never whole.
+
+Why not http.server and http.client, which the first version used: under
+`make bench-05-ingress` py-spy showed them as the largest part (about 45%)
+of the controller's Python time per request (BENCHMARKS.md: parsing the
+request's head, and the answer's, through the email package; an
+HTTPResponse and its file object per answer), so that through the controller a keep-alive client got about a
+quarter of what it got straight from the pod. A proxy needs few facts from
+a head: where it ends, the Host, the body's framing and the Connection
+options; everything else passes on as it came. So ingress/http1.py reads a
+head in one buffered recv and parses it in one pass, strictly (below), and
+the pod's answer is relayed with its head and the first piece of its body
+in one send. h11 (a maintained HTTP/1.1 state machine) was weighed: it
+would parse for us, but into event objects per message, the same kind of
+per-request cost; the framing rules are short and are part of the lesson.
 
 What it adds to a request, as ingress-nginx does: X-Forwarded-For (the
 client's address, after any the client sent), X-Forwarded-Host (the Host
@@ -16,50 +27,54 @@ and X-Real-IP. What it answers itself:
 
     404  no rule matches and there is no default backend
     503  the Service is missing, lacks the port, or has no ready endpoint
-    502  every ready endpoint refused or reset the connection
+    502  every ready endpoint refused or reset the connection, or answered
+         something that is not HTTP
     504  the endpoint did not answer within --upstream-timeout (or no
          endpoint accepted a connection within --connect-timeout)
     413  the body is larger than --max-body-size
-    400  no Host header (HTTP/1.1 requires one), a malformed body, or
-         framing two parties could read differently (below)
-    501  a transfer coding other than chunked
+    400  no Host header (HTTP/1.1 requires one), a malformed head or body,
+         or framing two parties could read differently (below)
+    431  a head over 64 KiB or with more than 100 fields
+    501  a method it does not forward, or a transfer coding other than chunked
+    505  an HTTP version other than 1.0 and 1.1
 
 Request smuggling: if the proxy and the pod could disagree on where a
 request's body ends, a client could hide a second request inside the
 first one's body, one the proxy never routed. So, as RFC 9112 section 6.3
 asks, a request with both Content-Length and Transfer-Encoding, with two
 Content-Length or two Host headers, or whose last transfer coding is not
-chunked, gets a 400 and its connection is closed; and the framing the pod
-sees is the proxy's own (the client's Content-Length and
-Transfer-Encoding are not passed on).
+chunked, gets a 400 and its connection is closed; so does a head with a
+folded line (obs-fold), a line not ended by CRLF, or a chunk size that is
+not plain hex. The framing the pod sees is the proxy's own (the client's
+Content-Length and Transfer-Encoding are not passed on).
 """
 from __future__ import annotations
 
-import http.client
 import itertools
-import re
 import select
 import socket
+import socketserver
 import ssl
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from email.utils import formatdate
+from http import HTTPStatus
 from typing import Callable
 
+from ingress.http1 import CHUNK, BadMessage, Gather, Reader, chunks, parse_head, parse_request_line, tokens
 from ingress.match import match
 from ingress.routes import Backend, RoutingTable
 
-CHUNK = 64 * 1024
 # Headers about one connection, not the request: never passed on (RFC 9110 7.6.1).
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
-              "te", "trailer", "upgrade", "expect"}
-FORWARDED = {"x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip"}
-METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+HOP_BY_HOP = {b"connection", b"keep-alive", b"proxy-connection", b"proxy-authenticate", b"proxy-authorization",
+              b"te", b"trailer", b"upgrade", b"expect"}
+FORWARDED = {b"x-forwarded-for", b"x-forwarded-host", b"x-forwarded-proto", b"x-forwarded-port", b"x-real-ip"}
+FRAMING = {b"content-length", b"transfer-encoding"}   # the proxy sets its own (see Request smuggling)
+NOT_TO_POD = HOP_BY_HOP | FORWARDED | FRAMING
+METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 # A request with one of these may be sent again if a pod dropped it
 # (RFC 9110 9.2.2); a POST or PATCH may have been applied: never re-sent.
 IDEMPOTENT = {"GET", "HEAD", "OPTIONS", "PUT", "DELETE"}
-FRAMING = {"content-length", "transfer-encoding"}   # the proxy sets its own (see Request smuggling)
-CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")      # hex digits only: no sign, no 0x, no _
 MAX_IDLE_PER_ENDPOINT = 32
 
 
@@ -69,6 +84,18 @@ class UpstreamFailed(Exception):
     def __init__(self, status: int, reason: str):
         super().__init__(reason)
         self.status, self.reason = status, reason
+
+
+class PodStalled(Exception):
+    """The pod took no more of the request body within --upstream-timeout."""
+
+
+class ClientGone(Exception):
+    """The client's body ended early, stalled, was malformed or too large."""
+
+    def __init__(self, reason: str, status: int = 400):
+        super().__init__(reason)
+        self.reason, self.status = f"the request body: {reason}", status
 
 
 # [START ingress-round-robin]
@@ -88,23 +115,111 @@ class RoundRobin:
 # [END ingress-round-robin]
 
 
-class UpstreamConnection(http.client.HTTPConnection):
-    """A connection to a pod that sends each piece at once (no Nagle: see
-    IngressHandler), so a body's last piece never waits for an ACK.
+class Request:
+    """What the forward needs of a client's request head, read once."""
+    __slots__ = ("method", "target", "version", "fields", "index", "host", "length", "keep_alive", "options",
+                 "expects_continue")
+
+    def __init__(self, head: bytes):
+        start, self.fields, self.index = parse_head(head)
+        self.method, target, self.version = parse_request_line(start)
+        self.target = "/" + target.lstrip("/") if target.startswith("//") else target   # as http.server did
+        hosts = self.index.get(b"host", ())
+        self.host = hosts[0].decode("latin-1") if len(hosts) == 1 else ""
+        self.options = tokens(self.index, b"connection")
+        if self.version == b"HTTP/1.1":
+            self.keep_alive = b"close" not in self.options
+        else:                                              # HTTP/1.0: closed after one, unless asked
+            self.keep_alive = b"keep-alive" in self.options
+        self.expects_continue = (self.version == b"HTTP/1.1" and b"expect" in self.index
+                                 and any(v.lower() == b"100-continue" for v in self.index[b"expect"]))
+        self.length = self.framing()
+
+    def framing(self) -> int | str:
+        """The body's length or "chunked"; BadMessage for any framing the pod
+        could read otherwise than we do (module docstring: Request smuggling)."""
+        for name in (b"host", b"content-length"):
+            if len(self.index.get(name, ())) > 1:
+                raise BadMessage(f"more than one {name.decode().title()} header")
+        encodings = self.index.get(b"transfer-encoding")
+        lengths = self.index.get(b"content-length")
+        if not encodings:
+            text = lengths[0].decode("latin-1") if lengths else "0"
+            if not (text.isascii() and text.isdigit()):
+                raise BadMessage(f"Content-Length {text!r} is not a number")
+            return int(text)
+        shown = ", ".join(e.decode("latin-1") for e in encodings)
+        if lengths:
+            raise BadMessage("Content-Length and Transfer-Encoding together (RFC 9112 section 6.3)")
+        codings = [c.strip().lower() for value in encodings for c in value.split(b",") if c.strip()]
+        if not codings or codings[-1] != b"chunked":
+            raise BadMessage(f"Transfer-Encoding {shown!r}: chunked must be the last coding")
+        if len(codings) > 1:
+            raise BadMessage(f"Transfer-Encoding {shown!r}: only chunked is supported", 501)
+        return "chunked"
+
+    @property
+    def has_body(self) -> bool:
+        return self.length != 0
+
+
+class Response:
+    """The pod's answer head: the status line after the version, the fields,
+    and how its body ends: a length, "chunked", or None (at the close)."""
+    __slots__ = ("status", "status_line", "fields", "options", "length", "will_close")
+
+    def __init__(self, head: bytes, method: str):
+        start, self.fields, index = parse_head(head)
+        if len(start) < 2 or start[0] not in (b"HTTP/1.1", b"HTTP/1.0") or not (
+                len(start[1]) == 3 and start[1].isdigit()):
+            raise BadMessage(f"not an HTTP/1.x status line: {b' '.join(start)[:60]!r}")
+        self.status = int(start[1])
+        self.status_line = start[1] + b" " + (start[2] if len(start) > 2 else b"")   # the reason may be empty
+        self.options = options = tokens(index, b"connection")
+        self.will_close = b"close" in options or (start[0] == b"HTTP/1.0" and b"keep-alive" not in options)
+        encodings = index.get(b"transfer-encoding")
+        lengths = set(index.get(b"content-length", ()))
+        if method == "HEAD" or self.status in (204, 304) or self.status < 200:
+            self.length = 0                                # no body, whatever the head says (RFC 9112 6.3)
+        elif encodings:
+            chunked = b",".join(encodings).rsplit(b",", 1)[-1].strip().lower() == b"chunked"
+            self.length = "chunked" if chunked else None
+        elif lengths:
+            if len(lengths) > 1 or not min(lengths).isdigit():
+                raise BadMessage(f"a bad Content-Length {b', '.join(lengths)[:40]!r}")
+            self.length = int(min(lengths))
+        else:
+            self.length = None
+        # Until the close, or framed both ways (a pod that could be misread): not reused.
+        self.will_close = self.will_close or self.length is None or bool(encodings and lengths)
+
+
+class Upstream:
+    """A connection to a pod, with what was read from it ahead. It sends
+    each piece at once (no Nagle: see IngressHandler.setup).
 
     Two timeouts, as ingress-nginx has (proxy-connect-timeout 5 s): a short
     one to connect, so a pod that is gone without a word (its SYNs
     unanswered) costs a request a few seconds before the next pod is tried,
     and the long one for the answer, which a busy pod may need."""
+    __slots__ = ("sock", "reader")
 
-    def __init__(self, host: str, port: int, connect_timeout: float, timeout: float):
-        super().__init__(host, port, timeout=timeout)
-        self.connect_timeout = connect_timeout
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.host, self.port), self.connect_timeout)
-        self.sock.settimeout(self.timeout)
+    def __init__(self, endpoint: tuple[str, int], connect_timeout: float, timeout: float):
+        self.sock = socket.create_connection(endpoint, connect_timeout)
+        self.sock.settimeout(timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = Reader(self.sock)
+
+    def closed_by_peer(self) -> bool:
+        """An idle connection with something to read has been closed by the
+        pod (an idle connection has nothing to say): do not send on it."""
+        if self.reader.buffer:
+            return True
+        readable, _, _ = select.select([self.sock], [], [], 0)
+        return bool(readable)
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 class Pool:
@@ -113,24 +228,22 @@ class Pool:
 
     def __init__(self, timeout: float, connect_timeout: float = 5.0):
         self.timeout, self.connect_timeout = timeout, connect_timeout
-        self._idle: dict[tuple[str, int], list[UpstreamConnection]] = {}
+        self._idle: dict[tuple[str, int], list[Upstream]] = {}
         self._current: set[tuple[str, int]] | None = None   # the addresses of the latest table
         self._lock = threading.Lock()
 
-    def get(self, endpoint: tuple[str, int]) -> tuple[http.client.HTTPConnection, bool]:
-        """A connection and whether it was used before (it may have been closed since)."""
+    def get(self, endpoint: tuple[str, int]) -> Upstream | None:
+        """An idle connection to the endpoint, or None: connect() a new one."""
         while True:
             with self._lock:
                 idle = self._idle.get(endpoint)
                 conn = idle.pop() if idle else None
-            if conn is None:
-                return self.new(endpoint), False
-            if not closed_by_peer(conn):
-                return conn, True
+            if conn is None or not conn.closed_by_peer():
+                return conn
             conn.close()
 
-    def new(self, endpoint: tuple[str, int]) -> UpstreamConnection:
-        return UpstreamConnection(*endpoint, connect_timeout=self.connect_timeout, timeout=self.timeout)
+    def connect(self, endpoint: tuple[str, int]) -> Upstream:
+        return Upstream(endpoint, self.connect_timeout, self.timeout)
 
     def keep_only(self, table: RoutingTable) -> None:
         """Close the idle connections to addresses no backend has any more
@@ -144,7 +257,7 @@ class Pool:
         for conn in closing:
             conn.close()
 
-    def put(self, endpoint: tuple[str, int], conn: http.client.HTTPConnection) -> None:
+    def put(self, endpoint: tuple[str, int], conn: Upstream) -> None:
         with self._lock:
             # A request in flight during a rebuild may end after it: not kept if its pod left meanwhile.
             wanted = self._current is None or endpoint in self._current
@@ -155,16 +268,7 @@ class Pool:
         conn.close()
 
 
-def closed_by_peer(conn: http.client.HTTPConnection) -> bool:
-    """An idle connection with something to read has been closed by the pod
-    (an idle connection has nothing to say): do not send on it."""
-    if conn.sock is None:
-        return True
-    readable, _, _ = select.select([conn.sock], [], [], 0)
-    return bool(readable)
-
-
-class IngressServer(ThreadingHTTPServer):
+class IngressServer(socketserver.ThreadingTCPServer):
     """One listening port (HTTP, or HTTPS with a TLS context)."""
     daemon_threads = True
     allow_reuse_address = True
@@ -196,320 +300,291 @@ class IngressServer(ThreadingHTTPServer):
         return sock, address
 
 
-class IngressHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"          # keep-alive with the client
-    # Headers and body leave in separate writes: with Nagle's algorithm the
-    # body would wait for the client's delayed ACK of the headers (40 ms).
-    disable_nagle_algorithm = True
+class IngressHandler(socketserver.BaseRequestHandler):
+    """One client connection: its requests one after the other (keep-alive)."""
     server: IngressServer
-    server_version = "groundup-ingress"
 
     def setup(self) -> None:
-        self.timeout = self.server.client_timeout     # a client that stalls is let go after this
-        super().setup()
-        if isinstance(self.connection, ssl.SSLSocket):
+        sock = self.request
+        sock.settimeout(self.server.client_timeout)        # a client that stalls is let go after this
+        # Head and body may leave in separate writes: with Nagle's algorithm
+        # the second would wait for the client's delayed ACK (40 ms).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client = Reader(sock)
+        client_ip = self.client_address[0]
+        # The same for every request of this connection: made once.
+        self.client_ip = client_ip.encode()
+        self.forwarded = (f"X-Forwarded-Proto: {self.server.scheme}\r\nX-Forwarded-Port: {sock.getsockname()[1]}\r\n"
+                          f"X-Real-IP: {client_ip}\r\n\r\n").encode()
+
+    def handle(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
             try:
-                self.connection.do_handshake()
+                self.request.do_handshake()
             except (OSError, ssl.SSLError):
-                self.close_connection = True
-                self.rfile = _Empty()                 # handle() then reads nothing and ends
+                return
+        while self.serve_one():
+            pass
 
-    def log_message(self, format, *args) -> None:    # noqa: A002: the name http.server uses
-        pass                                          # one line per request would drown the log; see -v
-
-    def parse_request(self) -> bool:
-        """http.server's parse, then a refusal of any framing the pod could
-        read otherwise than we do (module docstring: Request smuggling)."""
-        if not super().parse_request():
+    def serve_one(self) -> bool:
+        """Read one request and forward it; whether the connection stays open."""
+        try:
+            head = self.client.head()
+        except BadMessage as bad:
+            return self.answer(None, bad.status, bad.reason)
+        except OSError:                                    # reset, or silent past --client-timeout
             return False
-        problem, status = self.framing_problem()
-        if problem:
-            self.close_connection = True                   # where this request ends is unknown
-            self.answer(status, problem)
+        if head is None:                                   # closed between two requests: the usual end
             return False
-        return True
-
-    def framing_problem(self) -> tuple[str, int]:
-        """What is wrong with the request's Host and body framing, and the status; ("", 0) if nothing."""
-        for name in ("Host", "Content-Length"):
-            if len(self.headers.get_all(name) or []) > 1:
-                return f"more than one {name} header", 400
-        encodings = self.headers.get_all("Transfer-Encoding")
-        if encodings is None:
-            return "", 0
-        if self.headers.get("Content-Length") is not None:
-            return "Content-Length and Transfer-Encoding together (RFC 9112 section 6.3)", 400
-        codings = [c.strip().lower() for value in encodings for c in value.split(",") if c.strip()]
-        if not codings or codings[-1] != "chunked":
-            return f"Transfer-Encoding {', '.join(encodings)!r}: chunked must be the last coding", 400
-        if len(codings) > 1:
-            return f"Transfer-Encoding {', '.join(encodings)!r}: only chunked is supported", 501
-        return "", 0
+        try:
+            request = Request(head)
+        except BadMessage as bad:
+            return self.answer(None, bad.status, bad.reason)   # where this request ends is unknown: closed
+        if request.method not in METHODS:
+            return self.answer(request, 501, f"unsupported method {request.method!r}")
+        return self.proxy(request)
 
     # [START forward]
-    def proxy(self) -> None:
-        """Route one request: match, pick an endpoint, stream both ways."""
-        host = self.headers.get("Host")
-        if not host:
-            return self.answer(400, "a Host header is required")
+    def proxy(self, request: Request) -> bool:
+        """Route one request: match, pick an endpoint, stream both ways.
+        Whether the client's connection stays open for the next request."""
+        if not request.host:
+            return self.answer(request, 400, "a Host header is required")
         table = self.server.table()
-        backend = self.server.match(table, host, self.path)
+        backend = self.server.match(table, request.host, request.target)
         if backend is None:
-            return self.answer(404, "default backend - 404: no rule matches this host and path")
+            return self.answer(request, 404, "default backend - 404: no rule matches this host and path")
         target = table.target(backend)
         if not target.endpoints:
-            return self.answer(503, f"no endpoint for {backend}: {target.problem}")
-        length = self.body_length()
-        if length is None:
-            return                                     # answered already (400 or 413)
+            return self.answer(request, 503, f"no endpoint for {backend}: {target.problem}")
+        limit = self.server.max_body_size
+        if limit and request.length != "chunked" and request.length > limit:
+            return self.answer(request, 413, f"the body ({request.length} bytes) is larger than the limit "
+                                             f"({limit} bytes, --max-body-size)")
         try:
-            response, conn, endpoint = self.send_upstream(backend, target.endpoints, length)
+            upstream, response, endpoint = self.send_upstream(request, backend, target.endpoints)
         except UpstreamFailed as failed:
-            return self.answer(failed.status, failed.reason)
-        self.relay(response, conn, endpoint)
+            return self.answer(request, failed.status, failed.reason)
+        return self.relay(request, upstream, response, endpoint)
     # [END forward]
 
-    def body_length(self) -> int | str | None:
-        """The request body's length, "chunked", or None once refused."""
-        if self.headers.get("Transfer-Encoding") is not None:
-            return "chunked"                               # and nothing else: framing_problem saw to that
-        text = self.headers.get("Content-Length", "0").strip() or "0"
-        if not (text.isascii() and text.isdigit()):
-            self.answer(400, f"Content-Length {text!r} is not a number")
-            return None
-        length = int(text)
-        if self.server.max_body_size and length > self.server.max_body_size:
-            self.answer(413, f"the body ({length} bytes) is larger than the limit "
-                             f"({self.server.max_body_size} bytes, --max-body-size)")
-            return None
-        return length
-
-    def upstream_headers(self, length: int | str) -> list[tuple[str, str]]:
-        named_in_connection = {h.strip().lower() for h in self.headers.get("Connection", "").split(",")}
-        client_ip = self.client_address[0]
-        earlier = self.headers.get("X-Forwarded-For")
-        dropped = HOP_BY_HOP | FORWARDED | FRAMING | named_in_connection
-        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in dropped]
-        # The framing of what we send, as we will send it.
-        if length == "chunked":
-            headers.append(("Transfer-Encoding", "chunked"))
-        elif length or self.headers.get("Content-Length") is not None:
-            headers.append(("Content-Length", str(length)))
-        local_port = self.connection.getsockname()[1]
-        headers += [("X-Forwarded-For", f"{earlier}, {client_ip}" if earlier else client_ip),
-                    ("X-Forwarded-Host", self.headers["Host"]),
-                    ("X-Forwarded-Proto", self.server.scheme),
-                    ("X-Forwarded-Port", str(local_port)),
-                    ("X-Real-IP", client_ip)]
-        return headers
+    # [START upstream-head]
+    def upstream_head(self, request: Request) -> bytes:
+        """The head the pod gets: the client's fields but those about its
+        connection, its framing and any X-Forwarded-* it made up; ours after."""
+        dropped = NOT_TO_POD | request.options if request.options else NOT_TO_POD   # and those Connection names
+        lines = [f"{request.method} {request.target} HTTP/1.1".encode("latin-1")]
+        lines += [name + b": " + value for lower, name, value in request.fields if lower not in dropped]
+        if request.length == "chunked":
+            lines.append(b"Transfer-Encoding: chunked")
+        elif request.length or b"content-length" in request.index:
+            lines.append(b"Content-Length: %d" % request.length)
+        earlier = b", ".join(request.index.get(b"x-forwarded-for", ()))
+        lines.append(b"X-Forwarded-For: " + (earlier + b", " + self.client_ip if earlier else self.client_ip))
+        lines.append(b"X-Forwarded-Host: " + request.host.encode("latin-1"))
+        return b"\r\n".join(lines) + b"\r\n" + self.forwarded
+    # [END upstream-head]
 
     # [START send-upstream]
-    def send_upstream(self, backend: Backend, endpoints, length):
+    def send_upstream(self, request: Request, backend: Backend, endpoints):
         """Send the request to the first endpoint in turn that takes it; the
-        response, with its connection and endpoint.
+        connection, the answer's head, and the endpoint.
 
         Another endpoint is tried when this one did not accept the connection
         (refused, or silent for --connect-timeout): it has seen nothing. Once
         the request went out, a pod that drops it may have acted on it, so it
         is sent again only if its method is idempotent (RFC 9110 9.2.2) and
         it had no body (a streamed body cannot be sent twice)."""
-        headers = self.upstream_headers(length)
-        again = self.command in IDEMPOTENT and length == 0
+        head = self.upstream_head(request)
+        again = request.method in IDEMPOTENT and not request.has_body
         last_error, timed_out = "no endpoint", False
         for endpoint in self.server.balancer.order(backend, endpoints):
             where = f"{endpoint[0]}:{endpoint[1]}"
-            conn, reused = self.server.pool.get(endpoint)
-            try:
-                if conn.sock is None:
-                    conn.connect()
-            except OSError as error:                       # refused, unreachable, or no SYN-ACK in time
-                conn.close()
-                timed_out = isinstance(error, TimeoutError)
-                last_error = f"{where}: {'no connection within --connect-timeout' if timed_out else error}"
-                continue
-            try:
-                conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-                for name, value in headers:
-                    conn.putheader(name, value)
-                conn.endheaders()
-                self.stream_body(conn, length)
-                return conn.getresponse(), conn, endpoint
-            except ClientGone as gone:
-                conn.close()
-                raise UpstreamFailed(gone.status, gone.reason)
-            except TimeoutError:
-                conn.close()
-                raise UpstreamFailed(504, f"{where} did not answer in time")
-            except (OSError, http.client.HTTPException) as error:   # reset, closed, or not HTTP
-                conn.close()
-                last_error, timed_out = f"{where}: {error!r}", False
-                if not again:
-                    break                                  # it may have acted on it: not twice
-                if reused:                                 # a pooled connection the pod had closed
-                    return self._retry_fresh(endpoint, headers)
+            upstream = self.server.pool.get(endpoint)
+            while True:
+                reused = upstream is not None
+                try:
+                    upstream = upstream or self.server.pool.connect(endpoint)
+                except OSError as error:                   # refused, unreachable, or no SYN-ACK in time
+                    timed_out = isinstance(error, TimeoutError)
+                    last_error = f"{where}: {'no connection within --connect-timeout' if timed_out else error}"
+                    break
+                try:
+                    return upstream, self.exchange(request, upstream, head), endpoint
+                except ClientGone as gone:
+                    upstream.close()
+                    raise UpstreamFailed(gone.status, gone.reason)
+                except (TimeoutError, PodStalled):
+                    upstream.close()
+                    raise UpstreamFailed(504, f"{where} did not answer in time")
+                except (OSError, BadMessage) as error:     # reset, closed, or not HTTP
+                    upstream.close()
+                    last_error, timed_out = f"{where}: {error!r}", False
+                    if not again:                          # it may have acted on it: not twice
+                        raise UpstreamFailed(502, f"no endpoint of {backend} took the request ({last_error})")
+                    if not reused:
+                        break                              # the next endpoint
+                    upstream = None                        # a pooled connection the pod had closed: a new one
         if timed_out:
             raise UpstreamFailed(504, f"no endpoint of {backend} accepted a connection ({last_error})")
         raise UpstreamFailed(502, f"no endpoint of {backend} took the request ({last_error})")
     # [END send-upstream]
 
-    def _retry_fresh(self, endpoint, headers):
-        conn = self.server.pool.new(endpoint)
-        try:
-            conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
-            for name, value in headers:
-                conn.putheader(name, value)
-            conn.endheaders()
-            return conn.getresponse(), conn, endpoint
-        except TimeoutError:
-            conn.close()
-            raise UpstreamFailed(504, f"{endpoint[0]}:{endpoint[1]} did not answer in time")
-        except (OSError, http.client.HTTPException) as error:
-            conn.close()
-            raise UpstreamFailed(502, f"{endpoint[0]}:{endpoint[1]}: {error!r}")
+    def exchange(self, request: Request, upstream: Upstream, head: bytes) -> Response:
+        """The request to the pod, its body streamed; the pod's answer head."""
+        if request.length == 0:
+            upstream.sock.sendall(head)
+        elif request.length != "chunked" and len(self.client.buffer) >= request.length and not (
+                request.expects_continue):
+            upstream.sock.sendall(head + self.client.read1(request.length))   # all here: one send
+        else:
+            upstream.sock.sendall(head)
+            if request.expects_continue:                  # the client waits for this before its body
+                self.client.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.stream_body(request, self.sender(upstream.sock))
+        while True:
+            answer = upstream.reader.head()
+            if answer is None:
+                raise BadMessage("the connection closed with no answer")
+            response = Response(answer, request.method)
+            if response.status >= 200:
+                return response
+            if response.status == 101:                     # we pass no Upgrade: a pod should not switch
+                raise BadMessage("101 Switching Protocols to a request that asked for none")
+            # 100 Continue, 103 Early Hints: nothing the client needs; the answer follows.
 
     # [START stream-body]
-    def stream_body(self, conn: http.client.HTTPConnection, length: int | str) -> None:
+    def stream_body(self, request: Request, send: Callable[[bytes], None]) -> None:
         """The request body, piece by piece, as it arrives: never held whole."""
-        if length == "chunked":
-            sent = 0
-            for piece in self.chunks():
-                sent += len(piece)
-                if self.server.max_body_size and sent > self.server.max_body_size:
-                    raise ClientGone(f"the body is larger than the limit ({self.server.max_body_size} bytes, "
-                                     "--max-body-size)", 413)
-                conn.send(piece)
-            return
-        left = length
-        while left > 0:
-            piece = self._read(min(CHUNK, left))
-            conn.send(piece)
-            left -= len(piece)
+        try:
+            if request.length == "chunked":
+                return self.pass_chunks(self.client, Gather(send), framed=True, trailer=True,
+                                        limit=self.server.max_body_size)
+            left = request.length
+            while left > 0:
+                piece = self.client.read1(min(CHUNK, left))
+                if not piece:
+                    raise ClientGone("the client closed the connection in the middle of its body")
+                send(piece)
+                left -= len(piece)
+        except BadMessage as bad:                          # a chunk's framing
+            raise ClientGone(bad.reason) from bad
+        except TimeoutError as error:                      # the client's: the pod's are PodStalled
+            raise ClientGone(str(error) or "timed out") from error
     # [END stream-body]
 
-    def _read(self, size: int) -> bytes:
-        try:
-            piece = self.rfile.read1(size) if hasattr(self.rfile, "read1") else self.rfile.read(size)
-        except (TimeoutError, OSError) as error:
-            raise ClientGone(str(error)) from error
-        if not piece:
-            raise ClientGone("the client closed the connection in the middle of its body")
-        return piece
+    @staticmethod
+    def sender(pod: socket.socket) -> Callable[[bytes], None]:
+        """pod.sendall, its timeout told apart from the client's."""
+        def send(data: bytes) -> None:
+            try:
+                pod.sendall(data)
+            except TimeoutError as error:
+                raise PodStalled() from error
+        return send
 
-    def chunks(self):
-        """A chunked body as it came: each chunk re-sent with its framing."""
-        while True:
-            line = self._readline()
-            size_text = line.split(b";", 1)[0].strip()
-            if not CHUNK_SIZE.fullmatch(size_text):       # int() alone would take "-1", "0x5", "1_0"
-                raise ClientGone(f"bad chunk size {size_text!r}")
-            size = int(size_text, 16)
-            if size == 0:
-                trailer = b""
-                while (line := self._readline()) not in (b"\r\n", b"\n"):
-                    trailer += line
-                yield b"0\r\n" + trailer + b"\r\n"
-                return
-            yield f"{size:x}\r\n".encode()
-            left = size
-            while left:
-                piece = self._read(min(CHUNK, left))
-                left -= len(piece)
-                yield piece
-            self._readline()                               # the CRLF after the data
-            yield b"\r\n"
-
-    def _readline(self) -> bytes:
+    @staticmethod
+    def pass_chunks(source: Reader, out: Gather, framed: bool, trailer: bool, limit: int = 0) -> None:
+        """A chunked body from source to out: framed as chunks again (framed)
+        or as bare data, its trailer kept or dropped. What is gathered leaves
+        whenever source would wait, so the chunks stream as they come."""
+        total, first = 0, True
+        source.on_wait = out.flush
         try:
-            line = self.rfile.readline(1024)
-        except (TimeoutError, OSError) as error:
-            raise ClientGone(str(error)) from error
-        if not line:
-            raise ClientGone("the client closed the connection in the middle of its body")
-        return line
+            for size, piece in chunks(source):
+                if size is None:                           # a piece of a chunk's data
+                    total += len(piece)
+                    if limit and total > limit:
+                        raise ClientGone(f"the body is larger than the limit ({limit} bytes, --max-body-size)", 413)
+                    out.add(piece)
+                elif framed:                               # a chunk's start (after the previous one's CRLF), or the end
+                    out.add((b"" if first else b"\r\n")
+                            + (b"%x\r\n" % size if size else b"0\r\n" + (piece if trailer else b"") + b"\r\n"))
+                    first = False
+        finally:
+            source.on_wait = None
+        out.flush()
 
     # [START relay-response]
-    def relay(self, response: http.client.HTTPResponse, conn, endpoint) -> None:
-        """The pod's answer to the client as it comes: status, headers, body."""
+    def relay(self, request: Request, upstream: Upstream, response: Response, endpoint) -> bool:
+        """The pod's answer to the client as it comes: head, then body; whether
+        the client's connection stays open."""
         if self.server.log:                                # with -v: a line per request
-            self.server.log.debug("request", host=self.headers["Host"], path=self.path,
+            self.server.log.debug("request", host=request.host, path=request.target,
                                   endpoint=f"{endpoint[0]}:{endpoint[1]}", status=response.status)
-        self.send_response_only(response.status, response.reason)
-        named_in_connection = {h.strip().lower() for h in (response.getheader("Connection") or "").split(",")}
-        dropped = HOP_BY_HOP | named_in_connection | {"transfer-encoding"}
-        for name, value in response.getheaders():
-            if name.lower() not in dropped:
-                self.send_header(name, value)
         # No length known ahead (chunked, or "until close"): chunked to an
         # HTTP/1.1 client; an HTTP/1.0 one knows no chunked (RFC 9112 6.1),
         # so it gets the bytes as they come and the end of the connection.
-        unframed = response.length is None and self.command != "HEAD" and response.status not in (204, 304)
-        rechunk = unframed and self.request_version != "HTTP/1.0"
+        unframed = not isinstance(response.length, int)
+        rechunk = unframed and request.version == b"HTTP/1.1"
+        keep_alive = request.keep_alive and not (unframed and not rechunk)
+        dropped = HOP_BY_HOP | response.options if response.options else HOP_BY_HOP
+        if unframed:
+            dropped = dropped | FRAMING
+        lines = [b"HTTP/1.1 " + response.status_line]
+        lines += [name + b": " + value for lower, name, value in response.fields if lower not in dropped]
         if rechunk:
-            self.send_header("Transfer-Encoding", "chunked")
-        elif unframed:
-            self.send_header("Connection", "close")        # sets close_connection too
-        self.end_headers()
+            lines.append(b"Transfer-Encoding: chunked")
+        if not keep_alive:
+            lines.append(b"Connection: close")
+        elif request.version == b"HTTP/1.0":
+            lines.append(b"Connection: keep-alive")
+        out = Gather(self.request.sendall, b"\r\n".join(lines) + b"\r\n\r\n")
         try:
-            while piece := response.read1(CHUNK):
-                self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n" if rechunk else piece)
-            complete = not response.length                 # a Content-Length not all there: cut short
-            if rechunk and complete:
-                self.wfile.write(b"0\r\n\r\n")
-        except (OSError, http.client.HTTPException):       # e.g. IncompleteRead: a chunked answer cut short
+            complete = self.relay_body(upstream.reader, response.length, out, rechunk)
+        except (OSError, BadMessage):                      # the pod or the client went away midway
             complete = False
-        if not complete:
-            self.close_connection = True                   # the client must see the answer is not whole
-            conn.close()
-            return
-        response.close()                                   # read to the end: the connection is free again
+        if not complete:                                   # what came is sent, then the connection ends:
+            upstream.close()                               # the client must see the answer is not whole
+            try:
+                out.flush()
+            except OSError:
+                pass
+            return False
         if response.will_close:
-            conn.close()
+            upstream.close()
         else:
-            self.server.pool.put(endpoint, conn)
+            self.server.pool.put(endpoint, upstream)
+        return keep_alive
     # [END relay-response]
 
-    def answer(self, status: int, text: str) -> None:
-        """An answer of the controller's own, as plain text."""
-        body = (text + "\n").encode()
-        if self.headers is not None and (self.headers.get("Content-Length", "0") not in ("", "0")
-                                         or self.headers.get("Transfer-Encoding")):
-            self.close_connection = True                   # the body is unread: this connection is spent
+    def relay_body(self, pod: Reader, length: int | str | None, out: Gather, rechunk: bool) -> bool:
+        """The body after the head (in `out`); whether it was whole. What is
+        gathered leaves whenever the pod's socket would be waited on, so a
+        small answer leaves in one send with its head and a large one streams."""
+        if length == "chunked":
+            self.pass_chunks(pod, out, framed=rechunk, trailer=False)
+            return True
+        left = length or 0                                 # bytes still to come of a Content-Length
+        pod.on_wait = out.flush
         try:
-            self.send_response(status)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            if self.close_connection:
-                self.send_header("Connection", "close")
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
+            if length is None:                             # until the pod closes the connection
+                while piece := pod.read1(CHUNK):
+                    out.add(b"%x\r\n%s\r\n" % (len(piece), piece) if rechunk else piece)
+                out.add(b"0\r\n\r\n" if rechunk else b"")
+            else:
+                while left and (piece := pod.read1(min(CHUNK, left))):
+                    left -= len(piece)
+                    out.add(piece)
+        finally:
+            pod.on_wait = None
+        out.flush()
+        return left == 0                                   # a Content-Length not all there: cut short
+
+    def answer(self, request: Request | None, status: int, text: str) -> bool:
+        """An answer of the controller's own, as plain text; whether the
+        connection stays open (not if the request's body was not read)."""
+        body = (text + "\n").encode()
+        keep_alive = request is not None and request.keep_alive and not request.has_body
+        lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", "Server: groundup-ingress",
+                 f"Date: {formatdate(usegmt=True)}", "Content-Type: text/plain; charset=utf-8",
+                 f"Content-Length: {len(body)}"] + ([] if keep_alive else ["Connection: close"])
+        head = "\r\n".join(lines) + "\r\n\r\n"
+        try:
+            self.request.sendall(head.encode() + (b"" if request and request.method == "HEAD" else body))
         except OSError:
-            self.close_connection = True
+            keep_alive = False
         if self.server.log and status >= 500:
-            self.server.log.warning("request failed", status=status, host=self.headers.get("Host", ""),
-                                    path=self.path, reason=text)
-
-
-class ClientGone(Exception):
-    """The client's body ended early, stalled, was malformed or too large."""
-
-    def __init__(self, reason: str, status: int = 400):
-        super().__init__(reason)
-        self.reason, self.status = f"the request body: {reason}", status
-
-
-class _Empty:
-    """An rfile with nothing in it: after a failed TLS handshake."""
-
-    def readline(self, *args) -> bytes:
-        return b""
-
-    def read(self, *args) -> bytes:
-        return b""
-
-    def close(self) -> None:
-        pass
-
-
-for _method in METHODS:
-    setattr(IngressHandler, f"do_{_method}", IngressHandler.proxy)
+            self.server.log.warning("request failed", status=status, host=request.host if request else "",
+                                    path=request.target if request else "", reason=text)
+        return keep_alive

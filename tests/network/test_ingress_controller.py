@@ -645,6 +645,9 @@ def raw(controller, request: bytes, then: bytes = b"") -> bytes:
     (b"Transfer-Encoding: chunked, gzip\r\n", b"400"),                       # chunked not last: no end
     (b"Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n", b"400"),
     (b"Transfer-Encoding: gzip, chunked\r\n", b"501"),
+    (b"X-Folded: a\r\n b\r\n", b"400"),                                    # obs-fold (RFC 9112 5.2)
+    (b"Content-Length : 5\r\n", b"400"),                                    # a space before the colon
+    (b"X-Bare: a\nContent-Length: 5\r\n", b"400"),                         # a bare LF inside a line
 ])
 def test_framing_a_pod_could_read_otherwise_is_refused_and_the_connection_closed(
         api, controller, pods, namespace, framing, status):
@@ -668,6 +671,30 @@ def test_the_pod_sees_the_proxys_framing_not_the_clients(api, controller, pods, 
     answer = raw(controller, b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nTransfer-Encoding: Chunked\r\n"
                  b"Connection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
     assert answer.startswith(b"HTTP/1.1 200") and b'"received": 3, "chunked": true' in answer
+
+
+def test_a_client_that_expects_100_continue_gets_it_and_then_the_pods_answer(api, controller, pods, namespace):
+    """Expect: 100-continue (curl sends it before large bodies): the body
+    follows our 100; a body over the limit gets its 413 without one."""
+    service(api, namespace, "sink", pods("sink"))
+    host = f"continue.{namespace}.example"
+    ingress(api, namespace, "sink", [(host, [("/", "Prefix", "sink")])])
+    routed(controller, host, "/", "sink")
+    sock = socket.create_connection(("127.0.0.1", controller["http"]), timeout=10)
+    try:
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Length: 5\r\n"
+                     b"Expect: 100-continue\r\n\r\n")
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"          # nothing sent yet but the head
+        sock.sendall(b"hello")
+        answer = b""
+        while not answer.endswith(b"}") and (piece := sock.recv(65536)):   # head and body may come apart
+            answer += piece
+        assert answer.startswith(b"HTTP/1.1 200") and b'"received": 5' in answer
+    finally:
+        sock.close()
+    answer = raw(controller, b"POST / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nContent-Length: "
+                 + str(MAX_BODY + 1).encode() + b"\r\nExpect: 100-continue\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 413") and b"100 Continue" not in answer
 
 
 class ShortHandler(socketserver.BaseRequestHandler):
