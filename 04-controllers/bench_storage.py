@@ -11,6 +11,12 @@ its own process (the binder and the local-path provisioner):
 3. Provisioning: as many claims of the default local-path class, each
    created with the scheduler's choice of node already on it: time until
    every claim is Bound to a volume made for it.
+4. StatefulSets: a set of --replicas (10) pods with a claim each, under
+   OrderedReady and then Parallel: time until web-1 is Ready (the second
+   pod: OrderedReady makes it only once web-0 is), and until all are.
+   An instant kubelet stands in (this process marks each pod Running and
+   Ready as soon as it sees it), so the figure is the controllers' own:
+   the StatefulSet controller's round trips, one per pod in order.
 
 It prints a Markdown table for 04-controllers/BENCHMARKS.md. No kubelet:
 nothing is mounted, only API objects are made and bound.
@@ -84,9 +90,52 @@ def summary(waits: dict[str, float], total: float) -> str:
             f"p95 {p95:.2f} s")
 
 
+def statefulset(name: str, replicas: int, policy: str) -> dict:
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name},
+            "spec": {"serviceName": name, "replicas": replicas, "podManagementPolicy": policy,
+                     "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [{"name": "app", "image": "busybox:1.35"}]}},
+                     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]}}
+
+
+def instantly_ready(url: str, session: requests.Session) -> None:
+    """What a kubelet with instant containers would write: every new pod Running and Ready."""
+    for pod in session.get(f"{url}/api/v1/namespaces/default/pods", timeout=30).json()["items"]:
+        if (pod.get("status") or {}).get("phase") != "Running":
+            ready = {"type": "Ready", "status": "True", "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                        time.gmtime())}
+            session.patch(f"{url}/api/v1/namespaces/default/pods/{pod['metadata']['name']}/status",
+                          json={"status": {"phase": "Running", "conditions": [ready]}},
+                          headers={"Content-Type": "application/merge-patch+json"}, timeout=30)
+
+
+def time_statefulset(url: str, name: str, replicas: int, policy: str) -> tuple[float, float]:
+    """Seconds from the set's create to web-1 Ready, and to every pod Ready."""
+    session = requests.Session()
+    began = time.perf_counter()
+    session.post(f"{url}/apis/apps/v1/namespaces/default/statefulsets", json=statefulset(name, replicas, policy),
+                 timeout=30).raise_for_status()
+    second = None
+
+    def ready() -> bool:
+        nonlocal second
+        instantly_ready(url, session)
+        status = session.get(f"{url}/apis/apps/v1/namespaces/default/statefulsets/{name}", timeout=30).json()
+        count = (status.get("status") or {}).get("readyReplicas") or 0
+        if second is None and count >= 2:
+            second = time.perf_counter() - began
+        return count >= replicas
+    wait(ready, 300, f"every pod of {name} to be Ready")
+    return second, time.perf_counter() - began
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--claims", type=int, default=100)
+    parser.add_argument("--replicas", type=int, default=10, help="pods of each StatefulSet (default 10)")
     args = parser.parse_args(argv)
     n = args.claims
 
@@ -112,6 +161,9 @@ def main(argv=None) -> int:
                                                 for i in range(n)])
         provisioning = bound_times(server.url, created, 600)
         provisioning_total = time.perf_counter() - began
+
+        ordered = time_statefulset(server.url, "ordered", args.replicas, "OrderedReady")
+        parallel = time_statefulset(server.url, "parallel", args.replicas, "Parallel")
     finally:
         if manager is not None:
             manager.terminate()
@@ -126,6 +178,9 @@ def main(argv=None) -> int:
           f"{floor:.0f} creates/s |")
     print(f"| {n} claims of local-path, node chosen, volumes made | {summary(provisioning, provisioning_total)} | "
           f"{floor:.0f} creates/s |")
+    for policy, (second, every) in (("OrderedReady", ordered), ("Parallel", parallel)):
+        print(f"| a StatefulSet of {args.replicas} with a claim each, {policy}: web-1 Ready, all Ready | "
+              f"{second:.2f} s, {every:.2f} s | | {floor:.0f} creates/s |")
     return 0
 
 
