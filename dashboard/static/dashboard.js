@@ -1,7 +1,8 @@
 // The page: one EventSource to the dashboard, and the DOM kept in step with it.
 //
 // The dashboard sends a "snapshot" when the page connects (everything it
-// knows), then a "change" per object added, updated or deleted, and a
+// knows), then "changes": batches of the objects added, updated or deleted
+// (at most ten a second), and a
 // "trouble" when one of its watches cannot reach the API server or is
 // refused. No polling and no reloads: when the stream breaks, EventSource
 // connects again by itself and the next snapshot puts the page right.
@@ -338,15 +339,16 @@ function connect() {
     streamOpen = true;
     markAll();                               // and what is there now
   });
-  source.addEventListener("change", (message) => {
-    const change = JSON.parse(message.data);
-    const objects = store[change.kind];
-    const key = change.op === "delete" ? change.key : change.object.key;
-    const before = objects.get(key);
-    if (change.op === "delete") objects.delete(key);
-    else objects.set(key, change.object);
-    synced[change.kind] = true;              // changes flow: its list is in
-    noteChange(change.kind, key, before, change.object);
+  source.addEventListener("changes", (message) => {
+    for (const change of JSON.parse(message.data)) {   // a batch: what changed since the last one
+      const objects = store[change.kind];
+      const key = change.op === "delete" ? change.key : change.object.key;
+      const before = objects.get(key);
+      if (change.op === "delete") objects.delete(key);
+      else objects.set(key, change.object);
+      synced[change.kind] = true;            // changes flow: its list is in
+      noteChange(change.kind, key, before, change.object);
+    }
   });
   // [END event-source]
   source.addEventListener("synced", (message) => {
