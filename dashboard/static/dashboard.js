@@ -15,6 +15,7 @@
 const KINDS = ["nodes", "pods", "services", "endpointslices", "events", "namespaces"];
 const EVENTS_SHOWN = 40;
 const LEAVE_MS = 450;                       // as long as the "leave" animation in dashboard.css
+const FLOOD_PER_SECOND = 20;                // more pod changes a second than an eye can follow: no transitions
 
 const store = Object.fromEntries(KINDS.map((kind) => [kind, new Map()]));
 let troubles = {};
@@ -54,16 +55,23 @@ function shown(obj) {
 // ------------------------------------------------------------ what needs drawing
 
 // Changes arrive faster than a screen redraws (a rollout, a benchmark): they
-// are noted here and drawn once per frame.
+// are noted here and drawn once per frame. In a flood, at most once every
+// FLOOD_DRAW_MS: each redraw lays out and paints columns of hundreds of
+// cards, and twenty tabs on one machine cannot do that ten times a second.
 const dirty = { pods: new Set(), nodes: new Set(), services: false, events: false, namespaces: false, status: false };
+const FLOOD_DRAW_MS = 200;
 let drawScheduled = false;
+let lastDraw = -Infinity;
 
+// [START schedule]
 function schedule() {
-  if (!drawScheduled) {
-    drawScheduled = true;
-    requestAnimationFrame(draw);
-  }
+  if (drawScheduled) return;
+  drawScheduled = true;
+  const wait = flooded() ? lastDraw + FLOOD_DRAW_MS - performance.now() : 0;
+  if (wait > 0) setTimeout(() => requestAnimationFrame(draw), wait);
+  else requestAnimationFrame(draw);
 }
+// [END schedule]
 
 function markAll() {
   for (const key of store.pods.keys()) dirty.pods.add(key);
@@ -74,8 +82,28 @@ function markAll() {
   schedule();
 }
 
+// [START flood]
+// A card's transition lets an eye follow a pod that comes, moves or goes.
+// In a flood (a Deployment scaled to 500, a benchmark) no eye follows a
+// hundred a second, and the transitions would keep the page redrawing every
+// frame, in every tab, for as long as the flood lasts: past FLOOD_PER_SECOND
+// pod changes in the last second, cards come and go without one.
+const recentPodChanges = [];                // when each of the last second's pod changes arrived
+
+function notePodChange() {
+  const now = performance.now();
+  recentPodChanges.push(now);
+  while (recentPodChanges[0] < now - 1000) recentPodChanges.shift();
+}
+
+function flooded() {
+  return recentPodChanges.length > FLOOD_PER_SECOND;
+}
+// [END flood]
+
 function noteChange(kind, key, before, after) {
   if (kind === "pods") {
+    notePodChange();
     dirty.pods.add(key);
     for (const pod of [before, after]) if (pod && pod.node) dirty.nodes.add(pod.node);
   } else if (kind === "nodes") {
@@ -93,6 +121,7 @@ function noteChange(kind, key, before, after) {
 
 function draw() {
   drawScheduled = false;
+  lastDraw = performance.now();
   for (const name of dirty.nodes) drawNode(name);
   for (const key of dirty.pods) drawPod(key);
   for (const name of dirty.nodes) drawUsage(name);
@@ -181,6 +210,39 @@ function podCard(key) {
   return cards.get(key);
 }
 
+// Each column's pods, their keys in order: where a new card goes is a
+// binary search, not a walk through every card (a column may hold hundreds).
+const sortedKeys = new WeakMap();           // a column's .pods element -> its pods' keys, sorted
+
+function keysIn(list) {
+  if (!sortedKeys.has(list)) sortedKeys.set(list, []);
+  return sortedKeys.get(list);
+}
+
+function firstAfter(keys, key) {
+  let low = 0;
+  let high = keys.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (keys[middle] < key) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+function placeCard(list, card, key) {
+  const keys = keysIn(list);
+  const at = firstAfter(keys, key);
+  list.insertBefore(card, at < keys.length ? cards.get(keys[at]) : null);
+  keys.splice(at, 0, key);
+}
+
+function unplaceCard(card, key) {
+  const keys = card.parentElement ? keysIn(card.parentElement) : [];
+  const at = firstAfter(keys, key);
+  if (keys[at] === key) keys.splice(at, 1);
+}
+
 // [START draw-pod]
 function drawPod(key) {
   const pod = store.pods.get(key);
@@ -195,14 +257,14 @@ function drawPod(key) {
     card = null;
   }
   if (!card) {
-    card = el("article", "pod entering");
+    card = el("article", flooded() ? "pod" : "pod entering");
     card.dataset.pod = key;
-    cards.set(key, card);
     card.append(el("h3", "pod-name"), el("p", "pod-status"), el("p", "pod-meta"), el("p", "pod-waiting"));
-    const list = home.querySelector(".pods");
-    const after = [...list.querySelectorAll("[data-pod]")].find((c) => c.dataset.pod > key);
-    list.insertBefore(card, after || null);
-    card.addEventListener("animationend", () => card.classList.remove("entering"), { once: true });
+    placeCard(home.querySelector(".pods"), card, key);
+    cards.set(key, card);
+    if (card.classList.contains("entering")) {
+      card.addEventListener("animationend", () => card.classList.remove("entering"), { once: true });
+    }
   }
   card.dataset.tone = pod.tone;              // the colour; the words below say the same
   card.dataset.status = pod.status;
@@ -219,8 +281,13 @@ function drawPod(key) {
 // card of that pod) and fades for a moment, so an eye can follow it.
 function leave(element, what) {
   if (!element || element.classList.contains("leaving")) return;
+  if (what === "pod") unplaceCard(element, element.dataset.pod);
   (what === "pod" ? cards : columns).delete(element.dataset[what]);
   delete element.dataset[what];
+  if (what === "pod" && flooded()) {
+    element.remove();
+    return;
+  }
   element.dataset.leaving = what;
   element.classList.add("leaving");
   setTimeout(() => element.remove(), LEAVE_MS);
@@ -334,6 +401,7 @@ function connect() {
     for (const kind of KINDS) {
       store[kind] = new Map((snapshot.objects[kind] || []).map((obj) => [obj.key, obj]));
     }
+    for (let i = 0; i < Math.min(store.pods.size, FLOOD_PER_SECOND + 1); i++) notePodChange();   // a big snapshot is a flood too
     troubles = snapshot.troubles;
     synced = snapshot.synced;
     streamOpen = true;
