@@ -90,9 +90,9 @@ function markAll() {
 // pod changes in the last second, cards come and go without one.
 const recentPodChanges = [];                // when each of the last second's pod changes arrived
 
-function notePodChange() {
+function notePodChanges(count) {
   const now = performance.now();
-  recentPodChanges.push(now);
+  for (let i = 0; i < Math.min(count, FLOOD_PER_SECOND + 1); i++) recentPodChanges.push(now);
   while (recentPodChanges[0] < now - 1000) recentPodChanges.shift();
 }
 
@@ -103,7 +103,7 @@ function flooded() {
 
 function noteChange(kind, key, before, after) {
   if (kind === "pods") {
-    notePodChange();
+    notePodChanges(1);
     dirty.pods.add(key);
     for (const pod of [before, after]) if (pod && pod.node) dirty.nodes.add(pod.node);
   } else if (kind === "nodes") {
@@ -401,7 +401,7 @@ function connect() {
     for (const kind of KINDS) {
       store[kind] = new Map((snapshot.objects[kind] || []).map((obj) => [obj.key, obj]));
     }
-    for (let i = 0; i < Math.min(store.pods.size, FLOOD_PER_SECOND + 1); i++) notePodChange();   // a big snapshot is a flood too
+    notePodChanges(store.pods.size);         // a big snapshot is a flood too
     troubles = snapshot.troubles;
     synced = snapshot.synced;
     streamOpen = true;
