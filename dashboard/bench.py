@@ -342,9 +342,19 @@ def measure(api: str, watcher: Watcher, args, prefix: str, where: str, seen_by, 
                                sorted(used.items(), key=lambda item: -item[1]) if seconds >= 0.005 * meter.wall),
                      f"machine's load average {os.getloadavg()[0]:.1f}", "", None))
         if browser_tabs:
-            per_change = {name: value / len(browser_tabs) / len(names) * 1000 for name, value in page.items()}
-            rows.append((f"{what}: each tab's main thread per change (Chromium's counters)",
-                         f"{per_change['TaskDuration']:.2f} ms busy: script {per_change['ScriptDuration']:.2f}, "
+            # CPU (from /proc): what each change costs each tab, whatever the load.
+            chromium = sum(seconds for name, seconds in used.items() if name.startswith("Chromium"))
+            tab_ms = 1000 / len(browser_tabs) / len(names)
+            rows.append((f"{what}: Chromium's CPU per change per tab",
+                         f"{chromium * tab_ms:.2f} ms, of which the tab's renderer "
+                         f"{used.get('Chromium renderers (the tabs)', 0) * tab_ms:.2f} ms",
+                         f"{len(browser_tabs)} tabs at {args.rate:.0f} changes/s need "
+                         f"{chromium * tab_ms * len(browser_tabs) * args.rate / 1000:.1f} cores of Chromium", "", None))
+            # Wall-clock time of the main thread's tasks (Chromium's counters):
+            # on a loaded machine it includes waiting for a core.
+            per_change = {name: value * tab_ms for name, value in page.items()}
+            rows.append((f"{what}: each tab's main thread per change, wall clock (Chromium's counters)",
+                         f"{per_change['TaskDuration']:.2f} ms in tasks: script {per_change['ScriptDuration']:.2f}, "
                          f"style {per_change['RecalcStyleDuration']:.2f}, layout {per_change['LayoutDuration']:.2f}",
                          "", "", None))
     return rows
