@@ -63,7 +63,6 @@ const FLOOD_DRAW_MS = 200;
 let drawScheduled = false;
 let lastDraw = -Infinity;
 
-// [START schedule]
 function schedule() {
   if (drawScheduled) return;
   drawScheduled = true;
@@ -71,7 +70,6 @@ function schedule() {
   if (wait > 0) setTimeout(() => requestAnimationFrame(draw), wait);
   else requestAnimationFrame(draw);
 }
-// [END schedule]
 
 function markAll() {
   for (const key of store.pods.keys()) dirty.pods.add(key);
