@@ -85,16 +85,18 @@ function markAll() {
 // In a flood (a Deployment scaled to 500, a benchmark) no eye follows a
 // hundred a second, and the transitions would keep the page redrawing every
 // frame, in every tab, for as long as the flood lasts: past FLOOD_PER_SECOND
-// pod changes in the last second, cards come and go without one.
+// pod changes in the last second, cards (and new lines in the Events tail)
+// come and go without one.
 const recentPodChanges = [];                // when each of the last second's pod changes arrived
 
 function notePodChanges(count) {
   const now = performance.now();
   for (let i = 0; i < Math.min(count, FLOOD_PER_SECOND + 1); i++) recentPodChanges.push(now);
-  while (recentPodChanges[0] < now - 1000) recentPodChanges.shift();
 }
 
 function flooded() {
+  const now = performance.now();
+  while (recentPodChanges[0] < now - 1000) recentPodChanges.shift();
   return recentPodChanges.length > FLOOD_PER_SECOND;
 }
 // [END flood]
@@ -321,7 +323,7 @@ function drawEvents() {
   const latest = [...store.events.values()].filter(shown)
     .sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0)).slice(0, EVENTS_SHOWN);
   list.replaceChildren(...latest.map((event) => {
-    const item = el("li", seen.has(event.key) || seen.size === 0 ? "event" : "event entering");
+    const item = el("li", seen.has(event.key) || seen.size === 0 || flooded() ? "event" : "event entering");
     item.dataset.event = event.key;
     item.dataset.type = event.type;
     const when = event.time ? new Date(event.time).toLocaleTimeString() : "";

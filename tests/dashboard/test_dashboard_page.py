@@ -161,6 +161,31 @@ def test_the_namespace_filter_hides_other_namespaces(apiserver, dashboard, open_
     page.wait_for_pod("default/web")
 
 
+# Notes the classes each pod card had when it was added to the page.
+NOTE_CARDS = """window.added = [];
+new MutationObserver((records) => {
+  for (const record of records)
+    for (const node of record.addedNodes) if (node.dataset && node.dataset.pod) window.added.push(node.className);
+}).observe(document, {subtree: true, childList: true});"""
+
+
+def test_a_big_snapshot_draws_without_transitions_and_a_lone_pod_glides_in(apiserver, dashboard, open_page):
+    """Thirty cards at once are a flood: no transition (each would keep the
+    page redrawing every frame); once it is over, a single new pod fades in."""
+    register_node(apiserver.url, "node1")
+    for i in range(30):
+        create_pod(apiserver.url, f"many-{i}", node="node1")
+    page = open_page(dashboard.url)
+    page.tab.add_init_script(NOTE_CARDS)
+    page.tab.reload()                                     # the note-taker runs before the page's own script
+    page.wait_until("() => window.added.length === 30")
+    assert set(page.tab.evaluate("window.added")) == {"pod"}
+    page.wait_until("() => !flooded()")                  # a second without a flood of pod changes
+    create_pod(apiserver.url, "lone", node="node1")
+    page.wait_until("() => window.added.length === 31")
+    assert page.tab.evaluate("window.added[30]") == "pod entering"
+
+
 def test_a_flood_of_pods_keeps_every_column_in_name_order(apiserver, dashboard, open_page):
     """Pods written at once, in no order, from several writers (a scale-up):
     each card lands in its place among the others, and places are kept
@@ -256,3 +281,4 @@ contexts:
   context: {{cluster: groundup, user: dashboard}}
 current-context: groundup
 """
+
