@@ -10,11 +10,15 @@ Chromium (Debian's, driven by Playwright) with TABS tabs open on the page.
    deletions): from the moment a plain watch beside the dashboard hears of
    a change to the moment each tab has it, so that the API server's own
    time to answer the writer (its own row) is not counted as the
-   dashboard's. Twice: TABS streams read without a browser (what the
-   dashboard adds), then TABS browser tabs, where a MutationObserver in the
-   page notes when the DOM shows it (what the page adds too; the browsers
-   share this machine's cores). Both clocks are this machine's. p50, p99
-   and the worst, over every tab.
+   dashboard's. Twice: TABS streams read without a browser, and no browser
+   running (what the dashboard adds), then TABS browser tabs, where a
+   MutationObserver in the page notes when the DOM shows it (what the page
+   adds too; the browsers share this machine's cores). Both clocks are this
+   machine's. p50, p99 and the worst, over every tab. Beside each: the CPU
+   every process of the run used meanwhile (from /proc: where the cores
+   went, whatever else the machine was doing), and in the browser run what
+   each tab's main thread did per change (Chromium's own counters: script,
+   style, layout).
 3. A big cluster: PODS pods, one new tab, the time until all their cards are
    drawn.
 
@@ -25,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
+import socket
 import shutil
 import subprocess
 import sys
@@ -41,7 +47,7 @@ import requests
 from common.client.client import APIClient
 from common.client.kubeconfig import Connection
 from common.tooling.apiserver_process import APIServer
-from common.tooling.bench_tools import machine, percentile
+from common.tooling.bench_tools import cpu_seconds, machine, percentile
 from common.tooling.polling import wait_for
 from common.tooling.ports import free_port
 from common.tooling.processes import stop_within
@@ -158,33 +164,138 @@ class Watcher(threading.Thread):
 class StreamTab(threading.Thread):
     """A tab without a browser: GET /events read as EventSource reads it,
     noting when each pod's change arrives. What the dashboard itself adds,
-    without twenty renderers competing for this machine's two cores."""
+    without twenty renderers competing for this machine's two cores.
+
+    A plain socket: it reads whatever has arrived at once (not a byte at a
+    time, which cost this process more CPU than the dashboard spent serving
+    it), and close() really hangs up, so the dashboard drops the tab."""
 
     def __init__(self, url: str):
         super().__init__(daemon=True)                # ends with the dashboard's stream
-        self.url = url
+        host, port = url.split("//")[1].rstrip("/").split(":")
+        self.socket = socket.create_connection((host, int(port)), timeout=10)
+        self.socket.sendall(f"GET /events HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+        self.socket.settimeout(None)
         self.seen: dict[str, dict[str, float]] = {"added": {}, "removed": {}}
         self.snapshot = threading.Event()
 
     def run(self) -> None:
-        event = ""
+        received = b""
         try:
-            with requests.get(self.url + "events", stream=True, timeout=(10, None)) as response:
-                for line in response.iter_lines(chunk_size=1, decode_unicode=True):
-                    if line.startswith("event: "):
-                        event = line[7:]
-                    elif line.startswith("data: ") and event == "snapshot":
-                        self.snapshot.set()
-                    elif line.startswith("data: ") and event == "change":
-                        change = json.loads(line[6:])
-                        if change["kind"] == "pods":
-                            now = time.time() * 1000
-                            if change["op"] == "delete":
-                                self.seen["removed"].setdefault(change["key"], now)
-                            else:
-                                self.seen["added"].setdefault(change["object"]["key"], now)
-        except requests.RequestException:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += self.socket.recv(65536)
+            head, received = head.split(b"\r\n\r\n", 1)
+            assert b"chunked" in head.lower(), head  # werkzeug writes each message as one chunk
+            body = b""
+            while True:
+                now = time.time() * 1000
+                while True:                          # every whole chunk received so far
+                    size_line, crlf, rest = received.partition(b"\r\n")
+                    if not crlf or len(rest) < int(size_line, 16) + 2:
+                        break
+                    size = int(size_line, 16)
+                    body, received = body + rest[:size], rest[size + 2:]
+                *messages, body = body.split(b"\n\n")
+                for message in messages:
+                    self.note(message.decode(), now)
+                more = self.socket.recv(1 << 20)
+                if not more:
+                    return
+                received += more
+        except OSError:                              # closed by close(): this tab is done
             return
+
+    def note(self, message: str, now: float) -> None:
+        fields = dict(line.split(": ", 1) for line in message.split("\n") if ": " in line)
+        if fields.get("event") == "snapshot":
+            self.snapshot.set()
+        elif fields.get("event") == "changes":
+            for change in json.loads(fields["data"]):
+                if change["kind"] == "pods":
+                    if change["op"] == "delete":
+                        self.seen["removed"].setdefault(change["key"], now)
+                    else:
+                        self.seen["added"].setdefault(change["object"]["key"], now)
+
+    def close(self) -> None:
+        try:
+            self.socket.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.socket.close()
+
+
+def descendants(root: int) -> list[int]:
+    """Every process under root (Playwright's driver, Chromium and its children)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue                                 # ended while we looked
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def process_kind(pid: int) -> str:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "gone"
+    if "chromium" not in command.split(" ", 1)[0]:
+        return "Playwright's driver"
+    kind = re.search(r" --type=(\S+)", command)     # a zygote's children keep their flags in one string
+    if kind and kind.group(1) == "renderer" and "--top-chrome-webui" not in command:
+        return "Chromium renderers (the tabs)"
+    if kind and kind.group(1) == "gpu-process":
+        return "Chromium GPU process (compositing)"
+    return "Chromium browser and helpers"
+
+
+class CPUMeter:
+    """CPU seconds each part of the run used between start() and stop():
+    where the two cores went, whatever else the machine was doing."""
+
+    def __init__(self, parts: dict[str, int]):
+        self.parts = parts                           # name -> pid, for the processes started here
+
+    def _sample(self) -> dict[int, tuple[str, float]]:
+        pids = {pid: process_kind(pid) for pid in descendants(os.getpid())}
+        pids.update({pid: name for name, pid in self.parts.items()})
+        found = {}
+        for pid, name in pids.items():
+            try:
+                found[pid] = (name, cpu_seconds(pid))
+            except OSError:
+                continue
+        return found
+
+    def start(self) -> None:
+        self.began, self.before = time.time(), self._sample()
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds per part (processes that began meanwhile count from 0)."""
+        after, used = self._sample(), {}
+        for pid, (name, seconds) in after.items():
+            used[name] = used.get(name, 0.0) + seconds - self.before.get(pid, (name, 0.0))[1]
+        self.wall = time.time() - self.began
+        return used
+
+
+def main_thread_time(tabs) -> dict[str, float]:
+    """Each tab's main-thread time so far, from Chromium's own counters
+    (DevTools' Performance.getMetrics), summed over the tabs, in seconds."""
+    totals: dict[str, float] = {}
+    for tab in tabs:
+        metrics = {m["name"]: m["value"] for m in tab.cdp.send("Performance.getMetrics")["metrics"]}
+        for name in ("TaskDuration", "ScriptDuration", "RecalcStyleDuration", "LayoutDuration"):
+            totals[name] = totals.get(name, 0.0) + metrics.get(name, 0.0)
+    return totals
 
 
 def delays(since: dict[str, float], seen_by_tab: list[dict]) -> list[float]:
@@ -196,10 +307,12 @@ def figures(found: list[float]) -> str:
     return f"p50 {percentile(found, 0.5):.0f} ms, p99 {percentile(found, 0.99):.0f} ms, max {max(found):.0f} ms"
 
 
-def measure(api: str, watcher: Watcher, args, prefix: str, where: str, seen_by) -> list[tuple]:
+def measure(api: str, watcher: Watcher, args, prefix: str, where: str, seen_by, meter: CPUMeter,
+            browser_tabs=()) -> list[tuple]:
     """Create args.changes pods at args.rate a second, then delete them; the
     delay from the plain watch to each observer (seen_by(phase): a dict of
-    pod key -> epoch ms per observer)."""
+    pod key -> epoch ms per observer). Beside it, the CPU each process used
+    meanwhile and, with browser tabs, what their main threads did."""
     rows = []
     names = [f"{prefix}-{i}" for i in range(args.changes)]
     for phase in ("added", "removed"):
@@ -207,10 +320,14 @@ def measure(api: str, watcher: Watcher, args, prefix: str, where: str, seen_by) 
         say(f"{args.changes} pods {verb} at {args.rate:.0f}/s")
         writer = Writer(api, args.rate)
         before, began = requests_served(api), time.time()
+        meter.start()
+        page_before = main_thread_time(browser_tabs)
         writer.run(names, writer.create if phase == "added" else writer.delete)
         took = time.time() - began
         wait_for(lambda: all(sum(f"default/{n}" in seen for n in names) == len(names) for seen in seen_by(phase)),
                  120, interval=0.5, what=f"every observer to see the pods {verb}")
+        used = meter.stop()
+        page = {name: value - page_before[name] for name, value in main_thread_time(browser_tabs).items()}
         others = requests_served(api) - before - writer.requests - 1
         seen = seen_by(phase)
         from_watch = delays({n: watcher.seen[phase][n] for n in names}, seen)
@@ -220,6 +337,26 @@ def measure(api: str, watcher: Watcher, args, prefix: str, where: str, seen_by) 
         rows.append((f"{what}: a plain watch hears of it to {where}", figures(from_watch),
                      f"{others:.0f} API requests besides the writer's", "p99 ≤ 500 ms",
                      percentile(from_watch, 0.99) <= 500))
+        rows.append((f"{what}: CPU used meanwhile ({meter.wall:.1f} s), in CPU seconds per second",
+                     ", ".join(f"{name} {seconds / meter.wall:.2f}" for name, seconds in
+                               sorted(used.items(), key=lambda item: -item[1]) if seconds >= 0.005 * meter.wall),
+                     f"machine's load average {os.getloadavg()[0]:.1f}", "", None))
+        if browser_tabs:
+            # CPU (from /proc): what each change costs each tab, whatever the load.
+            chromium = sum(seconds for name, seconds in used.items() if name.startswith("Chromium"))
+            tab_ms = 1000 / len(browser_tabs) / len(names)
+            rows.append((f"{what}: Chromium's CPU per change per tab",
+                         f"{chromium * tab_ms:.2f} ms, of which the tab's renderer "
+                         f"{used.get('Chromium renderers (the tabs)', 0) * tab_ms:.2f} ms",
+                         f"{len(browser_tabs)} tabs at {args.rate:.0f} changes/s need "
+                         f"{chromium * tab_ms * len(browser_tabs) * args.rate / 1000:.1f} cores of Chromium", "", None))
+            # Wall-clock time of the main thread's tasks (Chromium's counters):
+            # on a loaded machine it includes waiting for a core.
+            per_change = {name: value * tab_ms for name, value in page.items()}
+            rows.append((f"{what}: each tab's main thread per change, wall clock (Chromium's counters)",
+                         f"{per_change['TaskDuration']:.2f} ms in tasks: script {per_change['ScriptDuration']:.2f}, "
+                         f"style {per_change['RecalcStyleDuration']:.2f}, layout {per_change['LayoutDuration']:.2f}",
+                         "", "", None))
     return rows
 
 
@@ -269,6 +406,28 @@ def main(argv=None) -> int:
                  what="the dashboard's lists")
         say("10 s with no tab open")
         no_tabs = idle_rate(server.url, 10)
+        meter = CPUMeter({"the dashboard": dashboard.pid, "API server": server.process.pid,
+                          "this bench (writer, watch, stream readers)": os.getpid()})
+        watcher = Watcher(server.url)
+        watcher.start()
+        # The watch is open once it hears of a change (the server may hold its
+        # headers until the first event): one sentinel pod, not measured.
+        sentinel = Writer(server.url, 1)
+        sentinel.run(["sentinel"], sentinel.create)
+        wait_for(lambda: "sentinel" in watcher.seen["added"], 30, what="the plain watch")
+
+        # The streams alone first, no browser running: what the dashboard adds.
+        say(f"{args.tabs} streams read without a browser")
+        streams = [StreamTab(url) for _ in range(args.tabs)]
+        for stream in streams:
+            stream.start()
+        for stream in streams:
+            assert stream.snapshot.wait(30), "a stream without its snapshot"
+        rows += measure(server.url, watcher, args, "stream", f"the stream of each of {args.tabs} tabs",
+                        lambda phase: [stream.seen[phase] for stream in streams], meter)
+        for stream in streams:
+            stream.close()                           # the dashboard drops each at its next write
+
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
             say(f"opening {args.tabs} tabs")
@@ -281,31 +440,17 @@ def main(argv=None) -> int:
                 goto(tab, url)
                 tab.wait_for_function("() => document.querySelector('#connection').dataset.state === 'live'")
                 tab.evaluate(OBSERVER)
+                tab.cdp = tab.context.new_cdp_session(tab)
+                tab.cdp.send("Performance.enable")
                 tabs.append(tab)
             say(f"10 s with {args.tabs} tabs open")
             with_tabs = idle_rate(server.url, 10)
-            rows.append(("API requests/s, idle, 10 s", f"{no_tabs:.2f} with no tab", f"{with_tabs:.2f} with "
-                         f"{args.tabs} tabs", "unchanged", abs(with_tabs - no_tabs) < 0.5))
+            rows.insert(0, ("API requests/s, idle, 10 s", f"{no_tabs:.2f} with no tab", f"{with_tabs:.2f} with "
+                            f"{args.tabs} tabs", "unchanged", abs(with_tabs - no_tabs) < 0.5))
 
-            watcher = Watcher(server.url)
-            watcher.start()
-            # The watch is open once it hears of a change (the server may hold its
-            # headers until the first event): one sentinel pod, not measured.
-            sentinel = Writer(server.url, 1)
-            sentinel.run(["sentinel"], sentinel.create)
-            wait_for(lambda: "sentinel" in watcher.seen["added"], 30, what="the plain watch")
-
-            say(f"{args.tabs} streams read without a browser")
-            streams = [StreamTab(url) for _ in range(args.tabs)]
-            for stream in streams:
-                stream.start()
-            for stream in streams:
-                assert stream.snapshot.wait(30), "a stream without its snapshot"
-            rows += measure(server.url, watcher, args, "stream", f"the stream of each of {args.tabs} tabs",
-                            lambda phase: [stream.seen[phase] for stream in streams])
             say(f"{args.tabs} browser tabs")
             rows += measure(server.url, watcher, args, "page", f"the page in each of {args.tabs} browser tabs",
-                            lambda phase: [t.evaluate(f"window.seen.{phase}") for t in tabs])
+                            lambda phase: [t.evaluate(f"window.seen.{phase}") for t in tabs], meter, tabs)
             watcher.close()
             for tab in tabs:
                 tab.context.close()

@@ -1,7 +1,8 @@
 // The page: one EventSource to the dashboard, and the DOM kept in step with it.
 //
 // The dashboard sends a "snapshot" when the page connects (everything it
-// knows), then a "change" per object added, updated or deleted, and a
+// knows), then "changes": batches of the objects added, updated or deleted
+// (at most ten a second), and a
 // "trouble" when one of its watches cannot reach the API server or is
 // refused. No polling and no reloads: when the stream breaks, EventSource
 // connects again by itself and the next snapshot puts the page right.
@@ -14,6 +15,7 @@
 const KINDS = ["nodes", "pods", "services", "endpointslices", "events", "namespaces"];
 const EVENTS_SHOWN = 40;
 const LEAVE_MS = 450;                       // as long as the "leave" animation in dashboard.css
+const FLOOD_PER_SECOND = 20;                // more pod changes a second than an eye can follow: no transitions
 
 const store = Object.fromEntries(KINDS.map((kind) => [kind, new Map()]));
 let troubles = {};
@@ -53,15 +55,20 @@ function shown(obj) {
 // ------------------------------------------------------------ what needs drawing
 
 // Changes arrive faster than a screen redraws (a rollout, a benchmark): they
-// are noted here and drawn once per frame.
+// are noted here and drawn once per frame. In a flood, at most once every
+// FLOOD_DRAW_MS: each redraw lays out and paints columns of hundreds of
+// cards, and twenty tabs on one machine cannot do that ten times a second.
 const dirty = { pods: new Set(), nodes: new Set(), services: false, events: false, namespaces: false, status: false };
+const FLOOD_DRAW_MS = 200;
 let drawScheduled = false;
+let lastDraw = -Infinity;
 
 function schedule() {
-  if (!drawScheduled) {
-    drawScheduled = true;
-    requestAnimationFrame(draw);
-  }
+  if (drawScheduled) return;
+  drawScheduled = true;
+  const wait = flooded() ? lastDraw + FLOOD_DRAW_MS - performance.now() : 0;
+  if (wait > 0) setTimeout(() => requestAnimationFrame(draw), wait);
+  else requestAnimationFrame(draw);
 }
 
 function markAll() {
@@ -73,8 +80,30 @@ function markAll() {
   schedule();
 }
 
+// [START flood]
+// A card's transition lets an eye follow a pod that comes, moves or goes.
+// In a flood (a Deployment scaled to 500, a benchmark) no eye follows a
+// hundred a second, and the transitions would keep the page redrawing every
+// frame, in every tab, for as long as the flood lasts: past FLOOD_PER_SECOND
+// pod changes in the last second, cards (and new lines in the Events tail)
+// come and go without one.
+const recentPodChanges = [];                // when each of the last second's pod changes arrived
+
+function notePodChanges(count) {
+  const now = performance.now();
+  for (let i = 0; i < Math.min(count, FLOOD_PER_SECOND + 1); i++) recentPodChanges.push(now);
+}
+
+function flooded() {
+  const now = performance.now();
+  while (recentPodChanges[0] < now - 1000) recentPodChanges.shift();
+  return recentPodChanges.length > FLOOD_PER_SECOND;
+}
+// [END flood]
+
 function noteChange(kind, key, before, after) {
   if (kind === "pods") {
+    notePodChanges(1);
     dirty.pods.add(key);
     for (const pod of [before, after]) if (pod && pod.node) dirty.nodes.add(pod.node);
   } else if (kind === "nodes") {
@@ -92,6 +121,7 @@ function noteChange(kind, key, before, after) {
 
 function draw() {
   drawScheduled = false;
+  lastDraw = performance.now();
   for (const name of dirty.nodes) drawNode(name);
   for (const key of dirty.pods) drawPod(key);
   for (const name of dirty.nodes) drawUsage(name);
@@ -180,6 +210,39 @@ function podCard(key) {
   return cards.get(key);
 }
 
+// Each column's pods, their keys in order: where a new card goes is a
+// binary search, not a walk through every card (a column may hold hundreds).
+const sortedKeys = new WeakMap();           // a column's .pods element -> its pods' keys, sorted
+
+function keysIn(list) {
+  if (!sortedKeys.has(list)) sortedKeys.set(list, []);
+  return sortedKeys.get(list);
+}
+
+function firstAfter(keys, key) {
+  let low = 0;
+  let high = keys.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (keys[middle] < key) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+function placeCard(list, card, key) {
+  const keys = keysIn(list);
+  const at = firstAfter(keys, key);
+  list.insertBefore(card, at < keys.length ? cards.get(keys[at]) : null);
+  keys.splice(at, 0, key);
+}
+
+function unplaceCard(card, key) {
+  const keys = card.parentElement ? keysIn(card.parentElement) : [];
+  const at = firstAfter(keys, key);
+  if (keys[at] === key) keys.splice(at, 1);
+}
+
 // [START draw-pod]
 function drawPod(key) {
   const pod = store.pods.get(key);
@@ -194,14 +257,14 @@ function drawPod(key) {
     card = null;
   }
   if (!card) {
-    card = el("article", "pod entering");
+    card = el("article", flooded() ? "pod" : "pod entering");
     card.dataset.pod = key;
-    cards.set(key, card);
     card.append(el("h3", "pod-name"), el("p", "pod-status"), el("p", "pod-meta"), el("p", "pod-waiting"));
-    const list = home.querySelector(".pods");
-    const after = [...list.querySelectorAll("[data-pod]")].find((c) => c.dataset.pod > key);
-    list.insertBefore(card, after || null);
-    card.addEventListener("animationend", () => card.classList.remove("entering"), { once: true });
+    placeCard(home.querySelector(".pods"), card, key);
+    cards.set(key, card);
+    if (card.classList.contains("entering")) {
+      card.addEventListener("animationend", () => card.classList.remove("entering"), { once: true });
+    }
   }
   card.dataset.tone = pod.tone;              // the colour; the words below say the same
   card.dataset.status = pod.status;
@@ -218,8 +281,13 @@ function drawPod(key) {
 // card of that pod) and fades for a moment, so an eye can follow it.
 function leave(element, what) {
   if (!element || element.classList.contains("leaving")) return;
+  if (what === "pod") unplaceCard(element, element.dataset.pod);
   (what === "pod" ? cards : columns).delete(element.dataset[what]);
   delete element.dataset[what];
+  if (what === "pod" && flooded()) {
+    element.remove();
+    return;
+  }
   element.dataset.leaving = what;
   element.classList.add("leaving");
   setTimeout(() => element.remove(), LEAVE_MS);
@@ -255,7 +323,7 @@ function drawEvents() {
   const latest = [...store.events.values()].filter(shown)
     .sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0)).slice(0, EVENTS_SHOWN);
   list.replaceChildren(...latest.map((event) => {
-    const item = el("li", seen.has(event.key) || seen.size === 0 ? "event" : "event entering");
+    const item = el("li", seen.has(event.key) || seen.size === 0 || flooded() ? "event" : "event entering");
     item.dataset.event = event.key;
     item.dataset.type = event.type;
     const when = event.time ? new Date(event.time).toLocaleTimeString() : "";
@@ -333,20 +401,22 @@ function connect() {
     for (const kind of KINDS) {
       store[kind] = new Map((snapshot.objects[kind] || []).map((obj) => [obj.key, obj]));
     }
+    notePodChanges(store.pods.size);         // a big snapshot is a flood too
     troubles = snapshot.troubles;
     synced = snapshot.synced;
     streamOpen = true;
     markAll();                               // and what is there now
   });
-  source.addEventListener("change", (message) => {
-    const change = JSON.parse(message.data);
-    const objects = store[change.kind];
-    const key = change.op === "delete" ? change.key : change.object.key;
-    const before = objects.get(key);
-    if (change.op === "delete") objects.delete(key);
-    else objects.set(key, change.object);
-    synced[change.kind] = true;              // changes flow: its list is in
-    noteChange(change.kind, key, before, change.object);
+  source.addEventListener("changes", (message) => {
+    for (const change of JSON.parse(message.data)) {   // a batch: what changed since the last one
+      const objects = store[change.kind];
+      const key = change.op === "delete" ? change.key : change.object.key;
+      const before = objects.get(key);
+      if (change.op === "delete") objects.delete(key);
+      else objects.set(key, change.object);
+      synced[change.kind] = true;            // changes flow: its list is in
+      noteChange(change.kind, key, before, change.object);
+    }
   });
   // [END event-source]
   source.addEventListener("synced", (message) => {

@@ -9,6 +9,9 @@ at the end if there was one (the open_page fixture).
 """
 from __future__ import annotations
 
+import random
+from concurrent.futures import ThreadPoolExecutor
+
 import requests
 
 from apiserver_harness import make_certs
@@ -158,6 +161,62 @@ def test_the_namespace_filter_hides_other_namespaces(apiserver, dashboard, open_
     page.wait_for_pod("default/web")
 
 
+# Notes the classes each pod card had when it was added to the page.
+NOTE_CARDS = """window.added = [];
+new MutationObserver((records) => {
+  for (const record of records)
+    for (const node of record.addedNodes) if (node.dataset && node.dataset.pod) window.added.push(node.className);
+}).observe(document, {subtree: true, childList: true});"""
+
+
+def test_a_big_snapshot_draws_without_transitions_and_a_lone_pod_glides_in(apiserver, dashboard, open_page):
+    """Thirty cards at once are a flood: no transition (each would keep the
+    page redrawing every frame); once it is over, a single new pod fades in."""
+    register_node(apiserver.url, "node1")
+    for i in range(30):
+        create_pod(apiserver.url, f"many-{i}", node="node1")
+    page = open_page(dashboard.url)
+    page.tab.add_init_script(NOTE_CARDS)
+    page.tab.reload()                                     # the note-taker runs before the page's own script
+    page.wait_until("() => window.added.length === 30")
+    assert set(page.tab.evaluate("window.added")) == {"pod"}
+    page.wait_until("() => !flooded()")                  # a second without a flood of pod changes
+    create_pod(apiserver.url, "lone", node="node1")
+    page.wait_until("() => window.added.length === 31")
+    assert page.tab.evaluate("window.added[30]") == "pod entering"
+
+
+def test_a_flood_of_pods_keeps_every_column_in_name_order(apiserver, dashboard, open_page):
+    """Pods written at once, in no order, from several writers (a scale-up):
+    each card lands in its place among the others, and places are kept
+    right as pods go and come back (the page finds a card's place by a
+    binary search over the keys it keeps per column)."""
+    register_node(apiserver.url, "node1")
+    page = open_page(dashboard.url)
+    page.wait_until("() => document.querySelector('#connection').dataset.state === 'live'")
+    names = [f"flood-{i:02d}" for i in range(40)]
+    random.Random(40).shuffle(names)
+
+    def write(create: list[str], delete: list[str] = ()) -> None:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda name: create_pod(apiserver.url, name, node="node1"), create))
+            list(pool.map(lambda name: requests.delete(f"{apiserver.url}/api/v1/namespaces/default/pods/{name}",
+                                                       json={"gracePeriodSeconds": 0}, timeout=10), delete))
+
+    def column_shows(expected: list[str]):
+        keys = [f"default/{name}" for name in sorted(expected)]
+        page.wait_until("keys => JSON.stringify([...document.querySelectorAll('[data-node=node1] [data-pod]')]"
+                        ".map(card => card.dataset.pod)) === JSON.stringify(keys)", arg=keys, timeout=20)
+
+    write(names)
+    column_shows(names)
+    gone, back = names[::2], names[::4]
+    write([], delete=gone)
+    column_shows([name for name in names if name not in gone])
+    write(back)
+    column_shows([name for name in names if name not in gone or name in back])
+
+
 # ---------------------------------------------------------------- what its credentials allow
 
 READ_ALL_BUT_EVENTS = {
@@ -222,3 +281,4 @@ contexts:
   context: {{cluster: groundup, user: dashboard}}
 current-context: groundup
 """
+

@@ -4,10 +4,14 @@ real event streams read the way a browser's EventSource reads them."""
 from __future__ import annotations
 
 import json
+import queue
 import re
+import threading
 
 import requests
 
+import cluster_view
+from cluster_view import ClusterView
 from common.tooling.polling import wait_for
 from dashboard_harness import create_pod, register_node
 
@@ -45,8 +49,9 @@ class Tab:
     def wait_for_change(self, key: str) -> dict:
         while True:
             event, data = self.next_message()
-            if event == "change" and data.get("object", {}).get("key") == key:
-                return data
+            for change in data if event == "changes" else ():
+                if change.get("object", {}).get("key") == key:
+                    return change
 
     def close(self) -> None:
         self.response.close()
@@ -88,3 +93,61 @@ def test_the_state_is_one_json_document_too(apiserver, dashboard):
     assert state["troubles"] == dict.fromkeys(state["objects"])
     page = requests.get(dashboard.url, timeout=5)
     assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+
+
+# ---------------------------------------------------------------- batches (no API server: the view is fed by hand)
+
+def pod_object(name: str, phase: str = "Pending") -> dict:
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": {"nodeName": "node1"},
+            "status": {"phase": phase}}
+
+
+def queued(subscription) -> list[tuple[str, object]]:
+    """The messages waiting in a tab's queue now, decoded."""
+    found = []
+    while True:
+        try:
+            message = subscription.messages.get_nowait()
+        except queue.Empty:
+            return found
+        event, data = message.split("\n")[:2]
+        found.append((event.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+
+
+def test_a_burst_of_changes_reaches_each_tab_as_one_batch_each_object_once(monkeypatch):
+    monkeypatch.setattr(cluster_view, "BATCH_SECONDS", 60)   # after the first batch, the next waits: this test
+    view = ClusterView(client=None)                         # informers made, never started
+    threading.Thread(target=view._send_batches, daemon=True).start()
+    first = view.subscribe()
+    assert [event for event, _ in queued(first)] == ["snapshot"]
+
+    # The first change after a quiet spell goes out at once...
+    view._upsert("pods", pod_object("a"))
+    found = []
+    wait_for(lambda: found.extend(queued(first)) or found, timeout=10, what="the first change")
+    assert found == [("changes", [{"kind": "pods", "op": "upsert", "object": view.snapshot()["objects"]["pods"][0]}])]
+
+    # ...the next ones wait for the batch: twenty pods, one of them changed
+    # again, one deleted.
+    for i in range(20):
+        view._upsert("pods", pod_object(f"p{i}"))
+    view._upsert("pods", pod_object("p0", phase="Running"))
+    view._delete("pods", pod_object("p1"))
+    assert queued(first) == []
+
+    # A tab that joins now gets them in its snapshot; the tab already there
+    # gets them as one message, each object once, as it is now.
+    second = view.subscribe()
+    [(event, changes)] = queued(first)
+    assert event == "changes"
+    assert [c.get("key") or c["object"]["key"] for c in changes] == \
+        [f"default/p{i}" for i in range(2, 20)] + ["default/p0", "default/p1"]
+    assert changes[-2]["object"]["status"] == "Running"
+    assert changes[-1] == {"kind": "pods", "op": "delete", "key": "default/p1"}
+    [(event, snapshot)] = queued(second)
+    assert event == "snapshot"
+    assert sorted(p["key"] for p in snapshot["objects"]["pods"]) == \
+        sorted(["default/a"] + [f"default/p{i}" for i in range(20) if i != 1])
+
+    view.stop()                                             # ends both streams
+    assert first.messages.get_nowait() is None and second.messages.get_nowait() is None
