@@ -17,6 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +90,27 @@ def start_servers(cluster: Cluster, app: str, nodes: tuple[str, ...], *extra_con
         created = cluster.request("POST", "/api/v1/namespaces/default/pods", pod)
         assert created.status_code == 201, created.text
     return names
+
+
+@contextlib.contextmanager
+def cluster_running_image(machines, image_module, tag: str):
+    """A secure cluster with a scheduler (Node,RBAC, signed ServiceAccount
+    tokens) whose nodes have the offline image of `image_module` (its
+    build() and IMAGE): what a component the cluster runs as a pod needs."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"groundup-{tag}-", dir="/var/tmp"))
+    made = Cluster(machines, workdir)
+    try:
+        image_module.build(quiet=True)
+        machines.load_image(image_module.IMAGE, ("node1", "node2"))
+        made.bring_up(scheduler=True, secure=True)
+        yield made
+    finally:
+        made.tear_down()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def kubectl_as_admin(kubectl: str, cluster: Cluster, *args: str) -> str:
+    """The real kubectl as the administrator (the insecure port on master); its output."""
+    done = subprocess.run([kubectl, "--server", cluster.api, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+    return done.stdout

@@ -15,15 +15,11 @@ the official client. What a pod reaches is the Service 10.96.0.1:443, through it
 master's port 6443: nothing here gives the pod another way in."""
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
 import uuid
-from pathlib import Path
 
 import pytest
 
-from network_harness import Cluster
+from network_harness import Cluster, cluster_running_image, kubectl_as_admin
 from polling import wait_for
 
 import controller_image
@@ -31,23 +27,8 @@ import controller_image
 
 @pytest.fixture(scope="module")
 def cluster(machines):
-    workdir = Path(tempfile.mkdtemp(prefix="groundup-controller-pod-", dir="/var/tmp"))
-    made = Cluster(machines, workdir)
-    try:
-        controller_image.build(quiet=True)
-        machines.load_image(controller_image.IMAGE, ("node1", "node2"))
-        made.bring_up(scheduler=True, secure=True)
+    with cluster_running_image(machines, controller_image, "controller-pod") as made:
         yield made
-    finally:
-        made.tear_down()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def kubectl_run(kubectl: str, cluster: Cluster, *args: str) -> str:
-    """The real kubectl as the administrator (the insecure port on master)."""
-    done = subprocess.run([kubectl, "--server", cluster.api, *args], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-    return done.stdout
 
 
 def log_of(cluster: Cluster, namespace: str, name: str) -> str:
@@ -71,9 +52,9 @@ except ApiException as error:
 
 def test_the_official_python_client_lists_pods_from_inside_a_pod(cluster, kubectl):
     name = f"lister-{uuid.uuid4().hex[:6]}"
-    kubectl_run(kubectl, cluster, "create", "serviceaccount", name)
-    kubectl_run(kubectl, cluster, "create", "role", name, "--verb=list", "--resource=pods")
-    kubectl_run(kubectl, cluster, "create", "rolebinding", name, f"--role={name}", f"--serviceaccount=default:{name}")
+    kubectl_as_admin(kubectl, cluster, "create", "serviceaccount", name)
+    kubectl_as_admin(kubectl, cluster, "create", "role", name, "--verb=list", "--resource=pods")
+    kubectl_as_admin(kubectl, cluster, "create", "rolebinding", name, f"--role={name}", f"--serviceaccount=default:{name}")
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
            "spec": {"serviceAccountName": name, "restartPolicy": "Never",
                     "containers": [{"name": "app", "image": controller_image.IMAGE,

@@ -11,14 +11,12 @@ on a node's address, as a browser on the projector's laptop would reach it.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from network_harness import Cluster
+from network_harness import Cluster, cluster_running_image, kubectl_as_admin
 from polling import wait_for
 
 import dashboard_image
@@ -31,22 +29,8 @@ ACCOUNT = "system:serviceaccount:kube-system:dashboard"
 
 @pytest.fixture(scope="module")
 def cluster(machines):
-    workdir = Path(tempfile.mkdtemp(prefix="groundup-dashboard-pod-", dir="/var/tmp"))
-    made = Cluster(machines, workdir)
-    try:
-        dashboard_image.build(quiet=True)
-        machines.load_image(dashboard_image.IMAGE, ("node1", "node2"))
-        made.bring_up(scheduler=True, secure=True)
+    with cluster_running_image(machines, dashboard_image, "dashboard-pod") as made:
         yield made
-    finally:
-        made.tear_down()
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def kubectl_run(kubectl: str, cluster: Cluster, *args: str) -> str:
-    done = subprocess.run([kubectl, "--server", cluster.api, *args], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
-    return done.stdout
 
 
 def can_i(kubectl: str, cluster: Cluster, verb: str, resource: str) -> str:
@@ -67,7 +51,7 @@ def page_state(cluster: Cluster, node: str) -> dict | None:
 
 
 def test_the_dashboard_runs_in_the_cluster_with_read_only_rights(cluster, kubectl):
-    kubectl_run(kubectl, cluster, "apply", "-f", str(MANIFEST))
+    kubectl_as_admin(kubectl, cluster, "apply", "-f", str(MANIFEST))
     try:
         def everything_listed(node: str):
             state = page_state(cluster, node)
@@ -86,4 +70,4 @@ def test_the_dashboard_runs_in_the_cluster_with_read_only_rights(cluster, kubect
         assert [can_i(kubectl, cluster, v, r) for v, r in (("create", "pods"), ("delete", "nodes"),
                                                            ("list", "secrets"))] == ["no"] * 3
     finally:
-        kubectl_run(kubectl, cluster, "delete", "-f", str(MANIFEST), "--wait=false")
+        kubectl_as_admin(kubectl, cluster, "delete", "-f", str(MANIFEST), "--wait=false")
