@@ -73,32 +73,42 @@ def trimmed(lines: list[str], limit: int = DESCRIBE_LINES) -> str:
     return f"({len(lines) - limit} lines left out)\n" + "\n".join(lines[-limit:])
 
 
-ENDINGS = ("kill", "die", "oom", "destroy")     # Docker's events for a container's end
+# Docker's events for a container's start and end. Followed from the
+# lesson's start (a query afterwards would see only dockerd's last 256
+# events, which a busy CI run's other tests fill within seconds).
+ACTIONS = ("start", "kill", "die", "oom", "destroy")
+FORMAT = ("{{.Time}} {{.Action}} {{index .Actor.Attributes \"io.groundup.node-name\"}} "
+          "{{index .Actor.Attributes \"io.kubernetes.pod.name\"}} "
+          "{{index .Actor.Attributes \"io.kubernetes.container.name\"}} "
+          "exitCode={{index .Actor.Attributes \"exitCode\"}} signal={{index .Actor.Attributes \"signal\"}}")
 
 
-def docker_endings(node_names, since: float) -> str | None:
-    """Docker's record of how this computer's containers of the lesson's
-    nodes ended, since the lesson began: a kill's signal, a death's exit
-    code, an OOM kill. (Namespace machines have Docker engines of their own.)"""
+def follow_docker_events(path) -> subprocess.Popen | None:
+    """`docker events` for the kubelets' containers, into `path`, until
+    stopped; None where there is no docker command."""
+    command = ["docker", "events", "--filter", "type=container", "--filter", "label=io.groundup.node-name",
+               "--format", FORMAT]
+    for action in ACTIONS:
+        command += ["--filter", f"event={action}"]
+    try:
+        with open(path, "wb") as out:
+            return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def docker_endings(node_names, path) -> str | None:
+    """How the lesson's nodes' containers started and ended, as Docker
+    recorded it (followed since the lesson began): a kill's signal, a
+    death's exit code, an OOM kill. (Namespace machines have engines of their own.)"""
     if not node_names:
         return None
-    command = ["docker", "events", "--since", f"{since:.0f}", "--until", f"{time.time():.0f}",
-               "--filter", "type=container", "--format",
-               "{{.Time}} {{.Action}} {{index .Actor.Attributes \"io.groundup.node-name\"}} "
-               "{{index .Actor.Attributes \"io.kubernetes.pod.name\"}} "
-               "{{index .Actor.Attributes \"io.kubernetes.container.name\"}} "
-               "exitCode={{index .Actor.Attributes \"exitCode\"}} signal={{index .Actor.Attributes \"signal\"}}"]
-    for action in ENDINGS:
-        command += ["--filter", f"event={action}"]
-    command += ["--filter", "label=io.groundup.node-name"]    # several label= would all have to match
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"(docker events: {error})"
-    if done.returncode:
-        return f"(docker events: {done.stderr.strip()})"
+        text = open(path, errors="replace").read()
+    except OSError:
+        return None
     lines = []
-    for line in done.stdout.splitlines():
+    for line in text.splitlines():
         when, _, rest = line.partition(" ")
         if rest.split(" ")[1:2] and rest.split(" ")[1] in node_names and when.isdigit():
             lines.append(time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime(int(when))) + rest)   # as the kubelets log

@@ -392,7 +392,10 @@ class Session:
     machines: object = None     # a machines.Machines when the lesson types `host$`
     local: set = field(default_factory=set)     # machines whose terminals are on this computer
     kubectl_on: list = field(default_factory=list)  # machines whose shells typed kubectl (and so know the cluster)
-    began: float = field(default_factory=time.time)  # for Docker's events in a failure report
+    docker_events: object = None    # `docker events` followed for a failure report (failure_report.py)
+
+    def __post_init__(self):
+        self.docker_events = failure_report.follow_docker_events(self.workdir / "docker-events.log")
 
     def enter(self, machine: str, cwd) -> list[str]:
         """How a terminal gets onto a machine: on namespace machines, nsenter.
@@ -436,10 +439,10 @@ class Session:
         """What to read after a failed step: the kubelets' last log lines,
         and the pods as kubectl describes them (failure_report.py)."""
         sections = failure_report.kubelet_logs(self.backgrounds)
-        endings = failure_report.docker_endings(self.node_names, self.began)
+        endings = failure_report.docker_endings(self.node_names, self.workdir / "docker-events.log")
         if endings:
-            sections.append("--- how Docker says the lesson's containers ended (kill, die, oom, destroy):\n"
-                            + endings)
+            sections.append("--- the lesson's containers as Docker saw them start and end "
+                            "(start, kill, die, oom, destroy):\n" + endings)
         shells = [self.shells[m] for m in sorted(self.kubectl_on, key=lambda m: m != machine)
                   if m in self.shells and not self.shells[m].busy]
         if shells:
@@ -465,6 +468,9 @@ class Session:
                                     + "\n".join(background.output()[-30:]))
 
     def close(self) -> None:
+        if self.docker_events is not None:
+            self.docker_events.terminate()
+            self.docker_events.wait(10)
         for background in self.backgrounds:
             background.signal(signal.SIGTERM)
         for background in self.backgrounds:
