@@ -145,7 +145,20 @@ class Terminal:
             self.read_until(b"", 0.2)                 # keep the pty drained
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             return os.waitstatus_to_exitcode(status) if pid else None
-        return wait_for(lambda: (code := ended()) is not None and (code,), timeout, what="kubectl to exit")[0]
+        code = wait_for(lambda: (code := ended()) is not None and (code,), timeout, what="kubectl to exit")[0]
+        self._read_the_rest()        # its last words may have come after the last read, before it exited
+        return code
+
+    def _read_the_rest(self) -> None:
+        """What the program wrote before it exited and no read took yet (EIO: nothing left)."""
+        while select.select([self.fd], [], [], 0.1)[0]:
+            try:
+                more = os.read(self.fd, 4096)
+            except OSError:
+                return
+            if not more:
+                return
+            self.seen += more
 
     def close(self) -> None:
         try:
