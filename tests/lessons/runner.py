@@ -486,7 +486,11 @@ class Session:
             if self.workdir.name.startswith("groundup-lesson-"):
                 shutil.rmtree(self.workdir, ignore_errors=True)
             return
-        for node in self.node_names:  # containers a lesson's kubelets left
+        # Containers a lesson's kubelets left: only of nodes whose kubelet
+        # was ours (01-kubelet/kubelet.py). A runner test once named a stand-in
+        # "kubelet.py --node-name node1", and its clean-up removed every
+        # container of the lesson running beside it on node1 (CI, 2026-12-07).
+        for node in self.node_names:
             subprocess.run([str(ROOT / ".venv/bin/python"), str(ROOT / "01-kubelet/kubelet.py"), "--cleanup",
                             "--node-name", node], capture_output=True, timeout=120, check=False)
 
@@ -717,7 +721,8 @@ def evaluate_step(example) -> str | None:
             session.fix_addresses(command.text)
             if "kubectl" in command.text and command.machine not in session.kubectl_on:
                 session.kubectl_on.append(command.machine)
-            session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
+            if "01-kubelet/kubelet.py" in command.text:      # our kubelet: close() removes its containers
+                session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
             if command.machine == HOST and "machines-down" in command.text:
                 for background in session.backgrounds:       # their machines are going: so are they
                     on_machine = background.machine != HOST and background.machine not in session.local

@@ -759,7 +759,7 @@ $ export PATH={bin_dir}:$PATH
 
 <!-- lesson: background -->
 ```console
-$ kubelet.py --node-name node1
+$ kubelet.py --node-name runner-test-node
 ... kubelet INFO default/web: pod started
 ```
 
@@ -808,3 +808,23 @@ def test_a_failure_report_says_how_docker_ended_the_lessons_containers(tmp_path)
     assert report.splitlines() == ["2026-12-07T22:02:15Z kill node1 web-1 httpd exitCode= signal=9",
                                    "2026-12-07T22:02:15Z die node1 web-1 httpd exitCode=137 signal="]
     assert failure_report.docker_endings(set(), events) is None      # no kubelets, nothing to tell
+
+
+def test_only_our_kubelets_nodes_are_cleaned_up_after_a_lesson(tmp_path):
+    """After a lesson the runner removes the containers its kubelets left,
+    by node name: only for kubelets that were 01-kubelet/kubelet.py. A
+    stand-in named like a lesson's node once had the runner remove every
+    container of the lesson running beside it (CI, 2026-12-07)."""
+    session, failure = run_lesson(tmp_path, """\
+<!-- lesson: background -->
+```console
+$ sh -c 'echo kubelet.py --node-name node1 started; sleep 30'
+kubelet.py --node-name node1 started
+```
+
+```console
+$ echo 'python 01-kubelet/kubelet.py --node-name would-be-ours --help' > /dev/null
+```
+""")
+    assert failure is None, failure
+    assert session.node_names == {"would-be-ours"}
