@@ -253,7 +253,9 @@ class ControlPlane:
         for component in seconds + self.kubelets:
             component.start()
         for name, _, pid in self.processes():      # DIR/etcd1.pid: `kill $(cat ...)` one of them
-            (self.directory / f"{name}.pid").write_text(f"{pid}\n")
+            written = self.directory / f".{name}.pid.tmp"
+            written.write_text(f"{pid}\n")
+            written.replace(self.directory / f"{name}.pid")   # never seen empty, half-written
         return self
 
     def stop(self) -> None:
