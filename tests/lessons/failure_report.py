@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 import subprocess
 import time
+from pathlib import Path
 
 KUBELET_LINES = 40      # of each kubelet's log
 DESCRIBE_LINES = 150    # of `kubectl describe`, which ends with the events
@@ -104,7 +105,7 @@ def docker_endings(node_names, path) -> str | None:
     if not node_names:
         return None
     try:
-        text = open(path, errors="replace").read()
+        text = Path(path).read_text(errors="replace")
     except OSError:
         return None
     lines = []

@@ -394,8 +394,13 @@ class Session:
     kubectl_on: list = field(default_factory=list)  # machines whose shells typed kubectl (and so know the cluster)
     docker_events: object = None    # `docker events` followed for a failure report (failure_report.py)
 
-    def __post_init__(self):
-        self.docker_events = failure_report.follow_docker_events(self.workdir / "docker-events.log")
+    def our_kubelet(self, command: str) -> None:
+        """A command runs 01-kubelet/kubelet.py: remember its node, for the
+        clean-up, and follow Docker's events from its first kubelet on (a
+        lesson without one makes no containers to tell of)."""
+        self.node_names.update(re.findall(r"--node-name[ =](\S+)", command))
+        if self.docker_events is None:
+            self.docker_events = failure_report.follow_docker_events(self.workdir / "docker-events.log")
 
     def enter(self, machine: str, cwd) -> list[str]:
         """How a terminal gets onto a machine: on namespace machines, nsenter.
@@ -722,7 +727,7 @@ def evaluate_step(example) -> str | None:
             if "kubectl" in command.text and command.machine not in session.kubectl_on:
                 session.kubectl_on.append(command.machine)
             if "01-kubelet/kubelet.py" in command.text:      # our kubelet: close() removes its containers
-                session.node_names.update(re.findall(r"--node-name[ =](\S+)", command.text))
+                session.our_kubelet(command.text)
             if command.machine == HOST and "machines-down" in command.text:
                 for background in session.backgrounds:       # their machines are going: so are they
                     on_machine = background.machine != HOST and background.machine not in session.local
